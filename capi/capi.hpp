@@ -1,0 +1,150 @@
+// Shared machinery of the extern "C" entry points: handle <-> object
+// mapping, argument checks, options and out-struct copying, and the
+// CUMEM_TRY / CUMEM_CATCH pair that turns every exception into a status and
+// the thread-local message.
+#pragma once
+
+#define CUMEM_BUILDING_LIBRARY 1
+#include <cumem/cumem.h>
+
+#include <cstring>
+#include <new>
+#include <string>
+#include <type_traits>
+
+#include "../src/error.hpp"
+#include "../src/object.hpp"
+
+namespace cumem {
+class Device;
+class Stream;
+class Event;
+class Resource;
+class Buffer;
+class Program;
+class Library;
+class Kernel;
+}  // namespace cumem
+
+namespace cumem::capi {
+
+template <class Handle> struct Traits;
+#define CUMEM_CAPI_TRAITS(handle, type, tag_name)   \
+  template <> struct Traits<handle> {              \
+    using Object = type;                           \
+    static constexpr Tag tag = Tag::tag_name;      \
+  };
+CUMEM_CAPI_TRAITS(cumem_device_t, Device, device)
+CUMEM_CAPI_TRAITS(cumem_stream_t, Stream, stream)
+CUMEM_CAPI_TRAITS(cumem_event_t, Event, event)
+CUMEM_CAPI_TRAITS(cumem_resource_t, Resource, resource)
+CUMEM_CAPI_TRAITS(cumem_buffer_t, Buffer, buffer)
+CUMEM_CAPI_TRAITS(cumem_program_t, Program, program)
+CUMEM_CAPI_TRAITS(cumem_library_t, Library, library)
+CUMEM_CAPI_TRAITS(cumem_kernel_t, Kernel, kernel)
+#undef CUMEM_CAPI_TRAITS
+
+[[noreturn]] inline void null_argument(const char* name) {
+  fail(Status::invalid_argument, std::string("argument '") + name + "' must not be NULL");
+}
+
+// The object behind a handle that must not be NULL.
+template <class Handle>
+auto& object(Handle* handle, const char* name) {
+  using H = std::remove_const_t<Handle>;
+  using T = typename Traits<H>::Object;
+  if (!handle) null_argument(name);
+  auto* obj = reinterpret_cast<std::conditional_t<std::is_const_v<Handle>, const T*, T*>>(handle);
+  if (obj->tag() != Traits<H>::tag)
+    fail(Status::invalid_argument, std::string("argument '") + name +
+                                       "' is not a live handle of the right type "
+                                       "(released already, or another kind of object)");
+  return *obj;
+}
+
+// The object behind an optional handle, or nullptr.
+template <class Handle>
+auto* optional(Handle* handle, const char* name) {
+  using H = std::remove_const_t<Handle>;
+  using T = typename Traits<H>::Object;
+  using P = std::conditional_t<std::is_const_v<Handle>, const T*, T*>;
+  return handle ? &object(handle, name) : static_cast<P>(nullptr);
+}
+
+// A new reference to `obj`, as a handle.
+template <class Handle, class T>
+Handle* to_handle(Ref<T> obj) {
+  return reinterpret_cast<Handle*>(const_cast<std::remove_const_t<T>*>(obj.detach()));
+}
+template <class Handle, class T>
+Handle* share_handle(const T& obj) {
+  obj.retain();
+  return reinterpret_cast<Handle*>(const_cast<T*>(&obj));
+}
+
+template <class T>
+T* out(T* ptr, const char* name) {
+  if (!ptr) null_argument(name);
+  return ptr;
+}
+
+// Reads a caller's options struct over `defaults`: only the bytes its
+// struct_size covers (an older caller's smaller struct keeps our defaults
+// for the fields it does not know).
+template <class Options>
+Options read_options(const Options* user, Options defaults, const char* name) {
+  if (!user) return defaults;
+  if (user->struct_size < sizeof(uint32_t))
+    fail(Status::invalid_argument, std::string("argument '") + name +
+                                       "' has struct_size " +
+                                       std::to_string(user->struct_size) +
+                                       "; fill it with its _INIT macro or _init() function");
+  std::memcpy(&defaults, user,
+              user->struct_size < sizeof(Options) ? user->struct_size : sizeof(Options));
+  defaults.struct_size = static_cast<uint32_t>(sizeof(Options));
+  return defaults;
+}
+
+// Checks an out struct's struct_size before any work is done.
+template <class Out>
+void check_out_struct(const Out* out_struct, const char* name) {
+  if (!out_struct) null_argument(name);
+  if (out_struct->struct_size < sizeof(uint32_t))
+    fail(Status::invalid_argument, std::string("argument '") + name +
+                                       "' has struct_size " +
+                                       std::to_string(out_struct->struct_size) +
+                                       "; set it to sizeof the struct (or use its _INIT macro)");
+}
+
+// Writes a filled struct into the caller's, up to the caller's struct_size.
+template <class Out>
+void write_out_struct(Out* out_struct, Out value) {
+  const uint32_t size = out_struct->struct_size;
+  value.struct_size = size;
+  std::memcpy(out_struct, &value, size < sizeof(Out) ? size : sizeof(Out));
+}
+
+inline cumem_bool_t to_bool(bool b) { return b ? CUMEM_TRUE : CUMEM_FALSE; }
+
+// Records the failure for cumem_last_error_message and returns its status.
+cumem_status_t record_failure(const char* function, Status status, const char* message) noexcept;
+cumem_status_t record_unknown_failure(const char* function) noexcept;
+
+}  // namespace cumem::capi
+
+#define CUMEM_EXPORT extern "C" CUMEM_API
+
+#define CUMEM_TRY try {
+#define CUMEM_CATCH                                                                       \
+  return CUMEM_SUCCESS;                                                                   \
+  }                                                                                       \
+  catch (const ::cumem::Error& e) {                                                       \
+    return ::cumem::capi::record_failure(__func__, e.status(), e.what());                 \
+  }                                                                                       \
+  catch (const std::bad_alloc&) {                                                         \
+    return ::cumem::capi::record_failure(__func__, ::cumem::Status::out_of_memory,        \
+                                         "out of host memory for libcumem's bookkeeping"); \
+  }                                                                                       \
+  catch (...) {                                                                           \
+    return ::cumem::capi::record_unknown_failure(__func__);                               \
+  }

@@ -1,0 +1,859 @@
+/*
+ * libcumem — CUDA memory made simple and fast, behind a stable C ABI.
+ *
+ * This is the only header a C user or an FFI generator needs. It includes no
+ * CUDA header: native CUDA handles (CUstream, CUmemoryPool, CUkernel, ...)
+ * cross it as `void*` and device pointers as `void*`.
+ *
+ * Conventions, valid for every function below unless its comment says
+ * otherwise:
+ *  - Every function that can fail returns cumem_status_t. Results come back
+ *    through out-parameters placed last; on failure they are left untouched.
+ *  - After a failure, cumem_last_error_message() returns a sentence for it
+ *    (thread-local): the argument at fault, or the driver error and context.
+ *  - A NULL handle or a NULL out-pointer is CUMEM_ERROR_INVALID_ARGUMENT
+ *    with a message naming the argument.
+ *  - Every object is reference counted: a function that hands out an object
+ *    (`[out] cumem_X_t**`) gives the caller one reference, which the caller
+ *    gives back with cumem_X_release(). cumem_X_release(NULL) does nothing.
+ *    Objects keep what they depend on alive (a buffer its resource, a
+ *    resource and a stream their device, a device its primary context).
+ *  - Options structs start with `uint32_t struct_size`; fill them with the
+ *    matching `_INIT` macro or `_init()` function. A NULL options pointer
+ *    means the defaults. Out structs (`_properties_t`, `_info_t`, ...) also
+ *    start with struct_size, which the caller sets; only the fields it covers
+ *    are written.
+ *  - Optional stream arguments ([in][optional] cumem_stream_t*): NULL means
+ *    the legacy default stream of the device concerned.
+ *  - Thread safety: every function may be called from any thread. Devices,
+ *    resources, streams, events, programs and kernels allow all calls
+ *    concurrently. A buffer allows concurrent calls except cumem_buffer_close
+ *    and cumem_buffer_set_deallocation_stream, which must not race with other
+ *    calls on the same buffer.
+ *  - Functions that need no GPU (versions, status strings, the host resource
+ *    and host buffers) work without a CUDA driver.
+ */
+#ifndef CUMEM_CUMEM_H
+#define CUMEM_CUMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------------ */
+/* Version and export                                                        */
+/* ------------------------------------------------------------------------ */
+
+#define CUMEM_VERSION_MAJOR 0
+#define CUMEM_VERSION_MINOR 1
+#define CUMEM_VERSION_PATCH 0
+/** The library's ABI major: the SONAME is libcumem.so.<CUMEM_ABI_VERSION>. */
+#define CUMEM_ABI_VERSION 1
+#define CUMEM_MAKE_VERSION(major, minor, patch) \
+  ((major) * 10000 + (minor) * 100 + (patch))
+#define CUMEM_VERSION_NUMBER \
+  CUMEM_MAKE_VERSION(CUMEM_VERSION_MAJOR, CUMEM_VERSION_MINOR, CUMEM_VERSION_PATCH)
+
+#if defined(CUMEM_BUILDING_LIBRARY)
+#define CUMEM_API __attribute__((visibility("default")))
+#else
+#define CUMEM_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Returns CUMEM_VERSION_NUMBER of the library loaded at run time. Never fails. */
+CUMEM_API uint32_t cumem_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status, booleans, errors                                                  */
+/* ------------------------------------------------------------------------ */
+
+/** A 32-bit boolean, safe across every FFI: 0 is false, anything else true. */
+typedef uint32_t cumem_bool_t;
+#define CUMEM_FALSE 0u
+#define CUMEM_TRUE 1u
+
+/** Status codes. Values are fixed once released. */
+typedef enum cumem_status_t {
+  CUMEM_SUCCESS = 0,
+  /** An argument is NULL, out of its range or inconsistent with another. */
+  CUMEM_ERROR_INVALID_ARGUMENT = 1,
+  /** A resource could not provide the bytes asked for. */
+  CUMEM_ERROR_OUT_OF_MEMORY = 2,
+  /** The CUDA driver library could not be loaded or initialised. */
+  CUMEM_ERROR_NO_DRIVER = 3,
+  /** No CUDA device has the ordinal given (or none exists). */
+  CUMEM_ERROR_NO_DEVICE = 4,
+  /** The driver or device lacks what the call needs (versions in message). */
+  CUMEM_ERROR_NOT_SUPPORTED = 5,
+  /** The buffer was closed; only release and cumem_buffer_is_closed remain. */
+  CUMEM_ERROR_BUFFER_CLOSED = 6,
+  /** Two sizes that must be equal are not (whole-buffer copies). */
+  CUMEM_ERROR_SIZE_MISMATCH = 7,
+  /** An offset/length region does not lie inside its buffer. */
+  CUMEM_ERROR_OUT_OF_RANGE = 8,
+  /** A buffer, stream or resource belongs to a device the call cannot use. */
+  CUMEM_ERROR_WRONG_DEVICE = 9,
+  /** The object is not in a state that allows the call (event never
+   *  recorded, timing disabled, ...). */
+  CUMEM_ERROR_INVALID_STATE = 10,
+  /** Any other error from the CUDA driver; the message names it. */
+  CUMEM_ERROR_DRIVER = 11,
+  /** NVRTC could not be loaded. */
+  CUMEM_ERROR_NO_COMPILER = 12,
+  /** Source failed to compile; the message carries the compiler's log. */
+  CUMEM_ERROR_COMPILATION = 13,
+  /** A named thing (kernel, name expression) does not exist. */
+  CUMEM_ERROR_NOT_FOUND = 14,
+  /** A launch configuration breaks a device or kernel limit (named). */
+  CUMEM_ERROR_INVALID_LAUNCH_CONFIG = 15,
+  /** A bug in libcumem: an unexpected exception was caught. */
+  CUMEM_ERROR_INTERNAL = 99,
+  CUMEM_STATUS_FORCE32 = 0x7FFFFFFF
+} cumem_status_t;
+
+/** The code's name, e.g. "CUMEM_ERROR_OUT_OF_MEMORY"; "CUMEM_STATUS_UNKNOWN"
+ *  for a value not listed. Never NULL, never fails, static storage. */
+CUMEM_API const char* cumem_status_string(cumem_status_t status);
+
+/** The message of the last failing call on this thread, or "" if none
+ *  failed yet. Valid until the next libcumem call on this thread. */
+CUMEM_API const char* cumem_last_error_message(void);
+
+/** The CUDA driver version (e.g. 13000 for 13.0) into *out_version.
+ *  CUMEM_ERROR_NO_DRIVER: libcuda.so.1 (or $CUMEM_LIBCUDA) cannot be loaded. */
+CUMEM_API cumem_status_t cumem_driver_version(int32_t* out_version);
+
+/* ------------------------------------------------------------------------ */
+/* Objects                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct cumem_device_t cumem_device_t;
+typedef struct cumem_stream_t cumem_stream_t;
+typedef struct cumem_event_t cumem_event_t;
+typedef struct cumem_resource_t cumem_resource_t;
+typedef struct cumem_buffer_t cumem_buffer_t;
+typedef struct cumem_program_t cumem_program_t;
+typedef struct cumem_library_t cumem_library_t;
+typedef struct cumem_kernel_t cumem_kernel_t;
+
+/** A memory location: a device, the host, or a host NUMA node. */
+typedef enum cumem_location_type_t {
+  CUMEM_LOCATION_NONE = 0,
+  CUMEM_LOCATION_DEVICE = 1,            /**< id is a device ordinal */
+  CUMEM_LOCATION_HOST = 2,              /**< id is ignored */
+  CUMEM_LOCATION_HOST_NUMA = 3,         /**< id is a host NUMA node */
+  CUMEM_LOCATION_HOST_NUMA_CURRENT = 4, /**< the calling thread's node */
+  CUMEM_LOCATION_FORCE32 = 0x7FFFFFFF
+} cumem_location_type_t;
+
+typedef struct cumem_location_t {
+  cumem_location_type_t type;
+  int32_t id;
+} cumem_location_t;
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/** Bits of cumem_device_properties_t.ipc_handle_types. */
+#define CUMEM_IPC_HANDLE_POSIX_FD 0x1u
+#define CUMEM_IPC_HANDLE_FABRIC 0x8u
+
+typedef struct cumem_device_properties_t {
+  uint32_t struct_size;
+  int32_t ordinal;
+  char name[256];                   /**< NUL-terminated */
+  uint8_t uuid[16];
+  int32_t compute_capability_major;
+  int32_t compute_capability_minor;
+  uint64_t total_memory;            /**< bytes */
+  int32_t multiprocessor_count;
+  cumem_bool_t memory_pools_supported;
+  uint32_t ipc_handle_types;        /**< CUMEM_IPC_HANDLE_* bits for pools */
+  cumem_bool_t managed_memory;
+  cumem_bool_t concurrent_managed_access;
+  cumem_bool_t virtual_memory_management;
+  int32_t host_numa_id;             /**< -1 where the system has no NUMA */
+  int32_t pci_domain_id;
+  int32_t pci_bus_id;
+  int32_t pci_device_id;
+  int32_t max_threads_per_block;
+  int32_t max_shared_memory_per_block_optin; /**< bytes */
+  cumem_bool_t cluster_launch;
+} cumem_device_properties_t;
+
+#define CUMEM_DEVICE_PROPERTIES_INIT                                        \
+  { (uint32_t)sizeof(cumem_device_properties_t), 0, {0}, {0}, 0, 0, 0u, 0, \
+    0u, 0u, 0u, 0u, 0u, -1, 0, 0, 0, 0, 0, 0u }
+
+/** Number of CUDA devices into *out_count (0 when the driver sees none).
+ *  CUMEM_ERROR_NO_DRIVER: the driver cannot be loaded; out_count untouched. */
+CUMEM_API cumem_status_t cumem_device_count(int32_t* out_count);
+
+/** The device of `ordinal`, with its primary context retained until the last
+ *  libcumem object of that device is released. Repeated calls return the
+ *  same handle (one more reference each).
+ *  CUMEM_ERROR_NO_DEVICE: ordinal < 0 or >= cumem_device_count().
+ *  CUMEM_ERROR_NO_DRIVER, CUMEM_ERROR_DRIVER: as their names say. */
+CUMEM_API cumem_status_t cumem_device_get(int32_t ordinal,
+                                          cumem_device_t** out_device);
+CUMEM_API cumem_status_t cumem_device_retain(cumem_device_t* device);
+CUMEM_API void cumem_device_release(cumem_device_t* device);
+
+/** [in] device; [out] *out_ordinal. */
+CUMEM_API cumem_status_t cumem_device_ordinal(const cumem_device_t* device,
+                                              int32_t* out_ordinal);
+
+/** [in] device; [in,out] props: set props->struct_size first (or use
+ *  CUMEM_DEVICE_PROPERTIES_INIT). CUMEM_ERROR_INVALID_ARGUMENT: struct_size
+ *  smaller than 4. */
+CUMEM_API cumem_status_t cumem_device_get_properties(
+    const cumem_device_t* device, cumem_device_properties_t* props);
+
+/** Any CUdevice_attribute by its numeric value, into *out_value.
+ *  CUMEM_ERROR_DRIVER: the driver does not know the attribute. */
+CUMEM_API cumem_status_t cumem_device_get_attribute(const cumem_device_t* device,
+                                                    int32_t attribute,
+                                                    int32_t* out_value);
+
+/** Makes the device's primary context current on the calling thread (so
+ *  that code using the CUDA runtime or driver directly sees this device). */
+CUMEM_API cumem_status_t cumem_device_set_current(const cumem_device_t* device);
+
+/** Waits for all work on the device to finish. */
+CUMEM_API cumem_status_t cumem_device_synchronize(const cumem_device_t* device);
+
+/** Free and total device memory in bytes (cuMemGetInfo). */
+CUMEM_API cumem_status_t cumem_device_memory_info(const cumem_device_t* device,
+                                                  uint64_t* out_free,
+                                                  uint64_t* out_total);
+
+/** Whether `device` can access memory of `peer` directly.
+ *  A device can never "access" itself as a peer: *out is false then. */
+CUMEM_API cumem_status_t cumem_device_can_access_peer(
+    const cumem_device_t* device, const cumem_device_t* peer,
+    cumem_bool_t* out_can_access);
+
+/** Lets kernels and copies of `device` reach memory allocated with
+ *  cuMemAlloc/cuMemHostAlloc-style calls on `peer` (cuCtxEnablePeerAccess).
+ *  Enabling twice is fine. For pool memory use
+ *  cumem_resource_pool_set_access.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: device == peer.
+ *  CUMEM_ERROR_NOT_SUPPORTED: the pair cannot access each other. */
+CUMEM_API cumem_status_t cumem_device_enable_peer_access(
+    const cumem_device_t* device, const cumem_device_t* peer);
+
+/** Stream priorities valid on the device: greatest is the highest priority
+ *  and is numerically lowest (e.g. least 0, greatest -5). */
+CUMEM_API cumem_status_t cumem_device_stream_priority_range(
+    const cumem_device_t* device, int32_t* out_least, int32_t* out_greatest);
+
+/* ------------------------------------------------------------------------ */
+/* Streams                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum cumem_priority_mode_t {
+  /** Out-of-range priorities are clamped into the device's range. */
+  CUMEM_PRIORITY_CLAMP = 0,
+  /** Out-of-range priorities are CUMEM_ERROR_INVALID_ARGUMENT. */
+  CUMEM_PRIORITY_REJECT = 1,
+  CUMEM_PRIORITY_MODE_FORCE32 = 0x7FFFFFFF
+} cumem_priority_mode_t;
+
+typedef struct cumem_stream_options_t {
+  uint32_t struct_size;
+  /** Does not synchronise with the legacy default stream. Default true. */
+  cumem_bool_t nonblocking;
+  /** Default 0 (lowest). Lower numbers are higher priorities. */
+  int32_t priority;
+  cumem_priority_mode_t priority_mode; /**< Default CUMEM_PRIORITY_CLAMP. */
+} cumem_stream_options_t;
+
+#define CUMEM_STREAM_OPTIONS_INIT \
+  { (uint32_t)sizeof(cumem_stream_options_t), CUMEM_TRUE, 0, CUMEM_PRIORITY_CLAMP }
+CUMEM_API void cumem_stream_options_init(cumem_stream_options_t* options);
+
+/** A new stream on `device`, owned by the handle (destroyed on last release).
+ *  [in][optional] options.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: priority out of range with
+ *  CUMEM_PRIORITY_REJECT (the message gives the valid range), bad
+ *  struct_size or priority_mode. */
+CUMEM_API cumem_status_t cumem_stream_create(const cumem_device_t* device,
+                                             const cumem_stream_options_t* options,
+                                             cumem_stream_t** out_stream);
+
+/** Wraps a CUstream created elsewhere; the handle never destroys it, and the
+ *  caller keeps it valid while the handle lives. `native_stream` must belong
+ *  to `device` (checked where the driver can tell: CUMEM_ERROR_WRONG_DEVICE).
+ *  NULL native_stream is CUMEM_ERROR_INVALID_ARGUMENT: use
+ *  cumem_stream_legacy_default. */
+CUMEM_API cumem_status_t cumem_stream_wrap(const cumem_device_t* device,
+                                           void* native_stream,
+                                           cumem_stream_t** out_stream);
+
+/** The device's legacy default stream (CU_STREAM_LEGACY). */
+CUMEM_API cumem_status_t cumem_stream_legacy_default(const cumem_device_t* device,
+                                                     cumem_stream_t** out_stream);
+/** The calling thread's per-thread default stream (CU_STREAM_PER_THREAD). */
+CUMEM_API cumem_status_t cumem_stream_per_thread_default(
+    const cumem_device_t* device, cumem_stream_t** out_stream);
+
+CUMEM_API cumem_status_t cumem_stream_retain(cumem_stream_t* stream);
+CUMEM_API void cumem_stream_release(cumem_stream_t* stream);
+
+/** The CUstream, as void*. Borrowed: valid while the handle lives. */
+CUMEM_API cumem_status_t cumem_stream_native(const cumem_stream_t* stream,
+                                             void** out_native);
+/** The stream's device (a new reference). */
+CUMEM_API cumem_status_t cumem_stream_device(const cumem_stream_t* stream,
+                                             cumem_device_t** out_device);
+/** The stream's priority (after clamping). */
+CUMEM_API cumem_status_t cumem_stream_priority(const cumem_stream_t* stream,
+                                               int32_t* out_priority);
+/** Blocks until all work queued on the stream has finished. */
+CUMEM_API cumem_status_t cumem_stream_synchronize(const cumem_stream_t* stream);
+/** *out_done = whether all queued work has finished (never blocks). */
+CUMEM_API cumem_status_t cumem_stream_query(const cumem_stream_t* stream,
+                                            cumem_bool_t* out_done);
+/** Work queued on `stream` after this waits for the last record of `event`
+ *  (an event never recorded is complete: the wait is a no-op). */
+CUMEM_API cumem_status_t cumem_stream_wait_event(const cumem_stream_t* stream,
+                                                 const cumem_event_t* event);
+/** Work queued on `stream` after this waits for all work queued on `other`
+ *  so far. Both may belong to different devices. */
+CUMEM_API cumem_status_t cumem_stream_wait_stream(const cumem_stream_t* stream,
+                                                  const cumem_stream_t* other);
+
+/* ------------------------------------------------------------------------ */
+/* Events                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct cumem_event_options_t {
+  uint32_t struct_size;
+  cumem_bool_t enable_timing; /**< Default false (faster when false). */
+  cumem_bool_t blocking_sync; /**< Synchronize sleeps instead of spinning. */
+} cumem_event_options_t;
+
+#define CUMEM_EVENT_OPTIONS_INIT \
+  { (uint32_t)sizeof(cumem_event_options_t), CUMEM_FALSE, CUMEM_FALSE }
+CUMEM_API void cumem_event_options_init(cumem_event_options_t* options);
+
+/** [in][optional] options. */
+CUMEM_API cumem_status_t cumem_event_create(const cumem_device_t* device,
+                                            const cumem_event_options_t* options,
+                                            cumem_event_t** out_event);
+CUMEM_API cumem_status_t cumem_event_retain(cumem_event_t* event);
+CUMEM_API void cumem_event_release(cumem_event_t* event);
+
+/** Records the event on `stream` ([in][optional]: NULL is the legacy
+ *  default stream of the event's device).
+ *  CUMEM_ERROR_WRONG_DEVICE: the stream belongs to another device. */
+CUMEM_API cumem_status_t cumem_event_record(const cumem_event_t* event,
+                                            const cumem_stream_t* stream);
+/** Blocks until the last recorded work has finished (at once if never
+ *  recorded). */
+CUMEM_API cumem_status_t cumem_event_synchronize(const cumem_event_t* event);
+/** *out_done = whether the recorded work has finished. */
+CUMEM_API cumem_status_t cumem_event_query(const cumem_event_t* event,
+                                           cumem_bool_t* out_done);
+/** Milliseconds between two recorded, completed events.
+ *  CUMEM_ERROR_INVALID_STATE: either event was created without timing, was
+ *  never recorded, or has not completed yet (the message says which). */
+CUMEM_API cumem_status_t cumem_event_elapsed_ms(const cumem_event_t* start,
+                                                const cumem_event_t* end,
+                                                float* out_ms);
+/** The CUevent, as void*. Borrowed. */
+CUMEM_API cumem_status_t cumem_event_native(const cumem_event_t* event,
+                                            void** out_native);
+
+/* ------------------------------------------------------------------------ */
+/* Memory resources                                                          */
+/* ------------------------------------------------------------------------ */
+
+typedef enum cumem_resource_kind_t {
+  CUMEM_RESOURCE_HOST = 1,          /**< pageable host memory, no driver needed */
+  CUMEM_RESOURCE_DEVICE = 2,        /**< stream-ordered device cuMemPool */
+  CUMEM_RESOURCE_PINNED = 3,        /**< stream-ordered host-located pinned pool */
+  CUMEM_RESOURCE_LEGACY_PINNED = 4, /**< cuMemHostAlloc */
+  CUMEM_RESOURCE_MANAGED = 5,       /**< unified (managed) memory */
+  CUMEM_RESOURCE_KIND_FORCE32 = 0x7FFFFFFF
+} cumem_resource_kind_t;
+
+typedef struct cumem_resource_properties_t {
+  uint32_t struct_size;
+  cumem_resource_kind_t kind;
+  cumem_bool_t device_accessible;
+  cumem_bool_t host_accessible;
+  int32_t device_id;     /**< -1 where the memory is not tied to a device */
+  cumem_bool_t is_stream_ordered; /**< allocation and free follow the stream */
+  cumem_bool_t is_pool;  /**< cumem_resource_pool_* calls apply */
+  cumem_bool_t ipc_enabled;
+} cumem_resource_properties_t;
+
+#define CUMEM_RESOURCE_PROPERTIES_INIT \
+  { (uint32_t)sizeof(cumem_resource_properties_t), (cumem_resource_kind_t)0, 0u, 0u, -1, 0u, 0u, 0u }
+
+typedef struct cumem_resource_statistics_t {
+  uint32_t struct_size;
+  uint32_t reserved0;
+  uint64_t bytes_in_use;       /**< bytes allocated and not yet freed */
+  uint64_t peak_bytes_in_use;  /**< highest bytes_in_use since creation/reset */
+  uint64_t live_allocations;   /**< allocations not yet freed */
+  uint64_t total_allocations;  /**< allocations ever made */
+} cumem_resource_statistics_t;
+
+#define CUMEM_RESOURCE_STATISTICS_INIT \
+  { (uint32_t)sizeof(cumem_resource_statistics_t), 0u, 0u, 0u, 0u, 0u }
+
+typedef struct cumem_host_resource_options_t {
+  uint32_t struct_size;
+  uint32_t reserved0;
+  /** Power of two, at least sizeof(void*). Default 64. */
+  size_t alignment;
+} cumem_host_resource_options_t;
+#define CUMEM_HOST_RESOURCE_OPTIONS_INIT \
+  { (uint32_t)sizeof(cumem_host_resource_options_t), 0u, 64u }
+CUMEM_API void cumem_host_resource_options_init(cumem_host_resource_options_t* o);
+
+/** Options of the pool-backed kinds (device, pinned, managed). */
+typedef struct cumem_pool_options_t {
+  uint32_t struct_size;
+  /** Device kind: use the device's default pool instead of a new one
+   *  (max_size and ipc_enabled must then be 0). Default true. Pinned and
+   *  managed kinds: use the location's default pool. */
+  cumem_bool_t use_default_pool;
+  /** Bytes the pool keeps reserved after frees. Default UINT64_MAX: keep
+   *  everything (otherwise each synchronisation returns memory to the OS). */
+  uint64_t release_threshold;
+  /** New pools only: the most bytes the pool may reserve; 0 = no limit. */
+  uint64_t max_size;
+  /** New pools only: allocations can be shared with other processes
+   *  through POSIX file descriptors. Default false. */
+  cumem_bool_t ipc_enabled;
+  /** Pinned kind: the host NUMA node (-1: any node). Managed kind: unused. */
+  int32_t host_numa_id;
+} cumem_pool_options_t;
+#define CUMEM_POOL_OPTIONS_INIT \
+  { (uint32_t)sizeof(cumem_pool_options_t), CUMEM_TRUE, UINT64_MAX, 0u, CUMEM_FALSE, -1 }
+CUMEM_API void cumem_pool_options_init(cumem_pool_options_t* options);
+
+typedef struct cumem_managed_resource_options_t {
+  uint32_t struct_size;
+  /** Where the memory prefers to live: CUMEM_LOCATION_NONE (default),
+   *  _DEVICE, _HOST or _HOST_NUMA. */
+  cumem_location_t preferred_location;
+  /** Use a managed cuMemPool where the driver has one (CUDA 13+); else, or
+   *  when false, cuMemAllocManaged. Default true. */
+  cumem_bool_t use_pool;
+} cumem_managed_resource_options_t;
+#define CUMEM_MANAGED_RESOURCE_OPTIONS_INIT \
+  { (uint32_t)sizeof(cumem_managed_resource_options_t), { CUMEM_LOCATION_NONE, 0 }, CUMEM_TRUE }
+CUMEM_API void cumem_managed_resource_options_init(
+    cumem_managed_resource_options_t* options);
+
+/** Aligned pageable host memory (aligned_alloc). Works with no driver.
+ *  Stream arguments on its buffers are honoured when given: the call waits
+ *  for the stream before touching the memory.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: alignment not a power of two >= 8. */
+CUMEM_API cumem_status_t cumem_host_resource_create(
+    const cumem_host_resource_options_t* options, cumem_resource_t** out_resource);
+
+/** Stream-ordered device memory from a cuMemPool of `device`: its default
+ *  pool (release threshold raised as the options say) or a new pool.
+ *  Devices without memory pools fall back to synchronous cuMemAlloc (then
+ *  is_pool is false and frees wait for the stream).
+ *  CUMEM_ERROR_INVALID_ARGUMENT: max_size or ipc_enabled with the default
+ *  pool. CUMEM_ERROR_NOT_SUPPORTED: ipc_enabled where the device cannot
+ *  export POSIX file descriptors. */
+CUMEM_API cumem_status_t cumem_device_resource_create(
+    const cumem_device_t* device, const cumem_pool_options_t* options,
+    cumem_resource_t** out_resource);
+
+/** Stream-ordered pinned host memory from a host-located cuMemPool,
+ *  accessible from `device` (which also orders frees). [in][optional] options
+ *  (host_numa_id picks a node). CUMEM_ERROR_NOT_SUPPORTED: the driver has no
+ *  host pools (before CUDA 12.6) or IPC was asked of a non-NUMA pool. */
+CUMEM_API cumem_status_t cumem_pinned_resource_create(
+    const cumem_device_t* device, const cumem_pool_options_t* options,
+    cumem_resource_t** out_resource);
+
+/** Pinned host memory from cuMemHostAlloc (portable, mapped), synchronous.
+ *  Freeing on a stream first waits for that stream. `device` gives the
+ *  context; the memory is usable from every device. */
+CUMEM_API cumem_status_t cumem_legacy_pinned_resource_create(
+    const cumem_device_t* device, cumem_resource_t** out_resource);
+
+/** Unified memory for `device`, with a preferred location.
+ *  Allocations larger than the device's free memory are refused with
+ *  CUMEM_ERROR_OUT_OF_MEMORY (oversubscribing managed memory can stall the
+ *  GPU). CUMEM_ERROR_NOT_SUPPORTED: the device has no managed memory. */
+CUMEM_API cumem_status_t cumem_managed_resource_create(
+    const cumem_device_t* device, const cumem_managed_resource_options_t* options,
+    cumem_resource_t** out_resource);
+
+CUMEM_API cumem_status_t cumem_resource_retain(cumem_resource_t* resource);
+CUMEM_API void cumem_resource_release(cumem_resource_t* resource);
+
+/** Allocates `size` bytes ordered on `stream` ([in][optional]) as a buffer.
+ *  size 0 gives a valid, empty buffer with a NULL pointer.
+ *  CUMEM_ERROR_OUT_OF_MEMORY: the message has the size, the resource and its
+ *  bytes in use (and reserved, for pools). */
+CUMEM_API cumem_status_t cumem_resource_allocate(cumem_resource_t* resource,
+                                                 size_t size,
+                                                 const cumem_stream_t* stream,
+                                                 cumem_buffer_t** out_buffer);
+
+/** The raw pair, for hot paths and other allocators: no buffer object.
+ *  The pointer must go back through cumem_resource_deallocate_raw with the
+ *  same size. size 0 gives NULL. Statistics count both. */
+CUMEM_API cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resource,
+                                                     size_t size,
+                                                     const cumem_stream_t* stream,
+                                                     void** out_ptr);
+/** Frees `ptr` (from allocate_raw of this resource, with its size) ordered
+ *  on `stream`. ptr NULL with size 0 is fine.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: ptr NULL with size > 0. */
+CUMEM_API cumem_status_t cumem_resource_deallocate_raw(cumem_resource_t* resource,
+                                                       void* ptr, size_t size,
+                                                       const cumem_stream_t* stream);
+
+CUMEM_API cumem_status_t cumem_resource_get_properties(
+    const cumem_resource_t* resource, cumem_resource_properties_t* props);
+CUMEM_API cumem_status_t cumem_resource_get_statistics(
+    const cumem_resource_t* resource, cumem_resource_statistics_t* stats);
+/** Sets peak_bytes_in_use to the current bytes_in_use. */
+CUMEM_API cumem_status_t cumem_resource_reset_peak(cumem_resource_t* resource);
+
+/** Attributes of the cuMemPool behind a pool resource. */
+typedef struct cumem_pool_attributes_t {
+  uint32_t struct_size;
+  cumem_bool_t reuse_follow_event_dependencies;
+  cumem_bool_t reuse_allow_opportunistic;
+  cumem_bool_t reuse_allow_internal_dependencies;
+  uint64_t release_threshold;
+  uint64_t reserved_mem_current;
+  uint64_t reserved_mem_high;
+  uint64_t used_mem_current;
+  uint64_t used_mem_high;
+} cumem_pool_attributes_t;
+#define CUMEM_POOL_ATTRIBUTES_INIT \
+  { (uint32_t)sizeof(cumem_pool_attributes_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+
+/* Every cumem_resource_pool_* call: CUMEM_ERROR_NOT_SUPPORTED when the
+ * resource is not pool-backed (properties.is_pool false). */
+
+CUMEM_API cumem_status_t cumem_resource_pool_get_attributes(
+    const cumem_resource_t* resource, cumem_pool_attributes_t* attributes);
+/** Sets the three reuse flags and the release threshold from `attributes`
+ *  (the other fields are ignored). */
+CUMEM_API cumem_status_t cumem_resource_pool_set_attributes(
+    cumem_resource_t* resource, const cumem_pool_attributes_t* attributes);
+/** Resets reserved_mem_high and used_mem_high to their current values. */
+CUMEM_API cumem_status_t cumem_resource_pool_reset_highs(cumem_resource_t* resource);
+/** Releases unused reserved memory until at most `min_bytes_to_keep` stay. */
+CUMEM_API cumem_status_t cumem_resource_pool_trim(cumem_resource_t* resource,
+                                                  uint64_t min_bytes_to_keep);
+/** Grants (read_write true) or revokes `peer`'s access to the pool's memory.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: revoking the pool's own device.
+ *  CUMEM_ERROR_NOT_SUPPORTED: the devices cannot access each other. */
+CUMEM_API cumem_status_t cumem_resource_pool_set_access(cumem_resource_t* resource,
+                                                        const cumem_device_t* peer,
+                                                        cumem_bool_t read_write);
+/** *out_read_write = whether `peer` can read and write the pool's memory. */
+CUMEM_API cumem_status_t cumem_resource_pool_get_access(
+    const cumem_resource_t* resource, const cumem_device_t* peer,
+    cumem_bool_t* out_read_write);
+/** The CUmemoryPool, as void*. Borrowed. */
+CUMEM_API cumem_status_t cumem_resource_pool_native(const cumem_resource_t* resource,
+                                                    void** out_pool);
+
+/* ------------------------------------------------------------------------ */
+/* Buffers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum cumem_memory_kind_t {
+  CUMEM_MEMORY_HOST = 1,    /**< pageable host memory */
+  CUMEM_MEMORY_DEVICE = 2,  /**< device memory */
+  CUMEM_MEMORY_PINNED = 3,  /**< page-locked host memory (pool, alloc, registered) */
+  CUMEM_MEMORY_MANAGED = 4, /**< unified memory */
+  CUMEM_MEMORY_KIND_FORCE32 = 0x7FFFFFFF
+} cumem_memory_kind_t;
+
+typedef struct cumem_buffer_info_t {
+  uint32_t struct_size;
+  int32_t device_id;           /**< -1 for memory not tied to a device */
+  void* ptr;
+  uint64_t size;
+  cumem_memory_kind_t memory_kind;
+  cumem_bool_t device_accessible;
+  cumem_bool_t host_accessible;
+  cumem_bool_t is_slice;       /**< a view into another buffer */
+  cumem_bool_t owns_memory;    /**< closing frees the memory */
+} cumem_buffer_info_t;
+#define CUMEM_BUFFER_INFO_INIT \
+  { (uint32_t)sizeof(cumem_buffer_info_t), -1, NULL, 0u, (cumem_memory_kind_t)0, 0u, 0u, 0u, 0u }
+
+/* Every cumem_buffer_* call below except retain, release and is_closed:
+ * CUMEM_ERROR_BUFFER_CLOSED once the buffer (or, for a slice, its parent)
+ * was closed. */
+
+CUMEM_API cumem_status_t cumem_buffer_retain(cumem_buffer_t* buffer);
+/** Drops a reference; the last one closes the buffer (if still open) on its
+ *  deallocation stream. Errors of that close are not reported: close
+ *  explicitly to see them. */
+CUMEM_API void cumem_buffer_release(cumem_buffer_t* buffer);
+
+/** The start of the memory (NULL for size 0). */
+CUMEM_API cumem_status_t cumem_buffer_ptr(const cumem_buffer_t* buffer, void** out_ptr);
+CUMEM_API cumem_status_t cumem_buffer_size(const cumem_buffer_t* buffer,
+                                           size_t* out_size);
+/** The resource the memory came from (a new reference), or *out = NULL for
+ *  buffers that wrap memory not owned by a resource. */
+CUMEM_API cumem_status_t cumem_buffer_resource(const cumem_buffer_t* buffer,
+                                               cumem_resource_t** out_resource);
+/** Device ordinal of the memory, -1 when not tied to a device. */
+CUMEM_API cumem_status_t cumem_buffer_device_id(const cumem_buffer_t* buffer,
+                                                int32_t* out_device_id);
+CUMEM_API cumem_status_t cumem_buffer_get_info(const cumem_buffer_t* buffer,
+                                               cumem_buffer_info_t* info);
+/** Works on closed buffers too. */
+CUMEM_API cumem_status_t cumem_buffer_is_closed(const cumem_buffer_t* buffer,
+                                                cumem_bool_t* out_closed);
+
+/** The stream that frees the buffer when it is closed with no stream or
+ *  released (default: the stream it was allocated on; the legacy default
+ *  stream for wrapped memory). Retains `stream` ([in][optional]: NULL resets
+ *  to the legacy default stream). */
+CUMEM_API cumem_status_t cumem_buffer_set_deallocation_stream(
+    cumem_buffer_t* buffer, const cumem_stream_t* stream);
+
+/** Frees the memory ordered on `stream` ([in][optional]: NULL means the
+ *  deallocation stream), or runs the wrap's release callback. Work queued
+ *  before on that stream may still use the memory; work queued on other
+ *  streams must be ordered before it by the caller. Closing a slice frees
+ *  nothing. The handle stays valid until released.
+ *  CUMEM_ERROR_BUFFER_CLOSED: closed already. */
+CUMEM_API cumem_status_t cumem_buffer_close(cumem_buffer_t* buffer,
+                                            const cumem_stream_t* stream);
+
+/** Copies all of `src` into `dst`, ordered on `stream`.
+ *  CUMEM_ERROR_SIZE_MISMATCH: the sizes differ. */
+CUMEM_API cumem_status_t cumem_buffer_copy_to(const cumem_buffer_t* src,
+                                              cumem_buffer_t* dst,
+                                              const cumem_stream_t* stream);
+/** Copies all of `src` into `dst` (same as copy_to with the roles named from
+ *  the destination). CUMEM_ERROR_SIZE_MISMATCH: the sizes differ. */
+CUMEM_API cumem_status_t cumem_buffer_copy_from(cumem_buffer_t* dst,
+                                                const cumem_buffer_t* src,
+                                                const cumem_stream_t* stream);
+/** Copies `length` bytes from src+src_offset to dst+dst_offset.
+ *  CUMEM_ERROR_OUT_OF_RANGE: a region overruns its buffer (or the offsets
+ *  overflow). length 0 does nothing. Overlapping regions of one buffer are
+ *  CUMEM_ERROR_INVALID_ARGUMENT. */
+CUMEM_API cumem_status_t cumem_buffer_copy_region(cumem_buffer_t* dst,
+                                                  size_t dst_offset,
+                                                  const cumem_buffer_t* src,
+                                                  size_t src_offset, size_t length,
+                                                  const cumem_stream_t* stream);
+/** Fills the buffer with `value` repeated, each `width` bytes (1, 2 or 4;
+ *  the low bytes of value in host byte order).
+ *  CUMEM_ERROR_INVALID_ARGUMENT: width not 1, 2 or 4, or value does not fit
+ *  in width bytes. CUMEM_ERROR_SIZE_MISMATCH: size not a multiple of width.
+ *  CUMEM_ERROR_WRONG_DEVICE: device memory filled on another device's
+ *  stream. */
+CUMEM_API cumem_status_t cumem_buffer_fill(cumem_buffer_t* buffer, uint32_t value,
+                                           uint32_t width,
+                                           const cumem_stream_t* stream);
+/** A view of [offset, offset+length) that keeps `buffer` alive and answers
+ *  CUMEM_ERROR_BUFFER_CLOSED once `buffer` is closed.
+ *  CUMEM_ERROR_OUT_OF_RANGE: the region overruns the buffer. */
+CUMEM_API cumem_status_t cumem_buffer_slice(cumem_buffer_t* buffer, size_t offset,
+                                            size_t length,
+                                            cumem_buffer_t** out_slice);
+
+/** Called once when a wrapped buffer is closed or released. */
+typedef void (*cumem_release_fn)(void* ptr, size_t size, void* user_data);
+
+/** Takes ownership of [ptr, ptr+size), allocated from `resource` (by its raw
+ *  allocate or the matching native call): closing frees it through the
+ *  resource and the resource's statistics count it from now on.
+ *  ptr NULL is only allowed with size 0. */
+CUMEM_API cumem_status_t cumem_buffer_wrap_owned(cumem_resource_t* resource,
+                                                 void* ptr, size_t size,
+                                                 cumem_buffer_t** out_buffer);
+/** Wraps memory libcumem does not own. Closing or the last release calls
+ *  `release_fn(ptr, size, user_data)` if it is not NULL. Device and
+ *  accessibility come from the driver's pointer attributes (plain host
+ *  memory when there is no driver or the driver does not know ptr). */
+CUMEM_API cumem_status_t cumem_buffer_wrap(void* ptr, size_t size,
+                                           cumem_release_fn release_fn,
+                                           void* user_data,
+                                           cumem_buffer_t** out_buffer);
+/** Page-locks existing host memory (cuMemHostRegister, portable and mapped)
+ *  as a buffer; closing unregisters it (the memory itself stays the
+ *  caller's). `device` gives the context.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: ptr NULL or size 0. */
+CUMEM_API cumem_status_t cumem_buffer_register_host(const cumem_device_t* device,
+                                                    void* ptr, size_t size,
+                                                    cumem_buffer_t** out_buffer);
+
+/* Managed-memory operations. CUMEM_ERROR_INVALID_ARGUMENT for a buffer whose
+ * memory kind is not CUMEM_MEMORY_MANAGED. */
+
+typedef enum cumem_advice_t {
+  CUMEM_ADVICE_SET_READ_MOSTLY = 1,
+  CUMEM_ADVICE_UNSET_READ_MOSTLY = 2,
+  CUMEM_ADVICE_SET_PREFERRED_LOCATION = 3,
+  CUMEM_ADVICE_UNSET_PREFERRED_LOCATION = 4,
+  CUMEM_ADVICE_SET_ACCESSED_BY = 5,
+  CUMEM_ADVICE_UNSET_ACCESSED_BY = 6,
+  CUMEM_ADVICE_FORCE32 = 0x7FFFFFFF
+} cumem_advice_t;
+
+/** Migrates the buffer's pages to `location` (device or host), ordered on
+ *  `stream`. */
+CUMEM_API cumem_status_t cumem_buffer_prefetch(cumem_buffer_t* buffer,
+                                               cumem_location_t location,
+                                               const cumem_stream_t* stream);
+/** Gives the driver a usage hint for the buffer's pages (cuMemAdvise). The
+ *  location is ignored for the read-mostly advices. */
+CUMEM_API cumem_status_t cumem_buffer_advise(cumem_buffer_t* buffer,
+                                             cumem_advice_t advice,
+                                             cumem_location_t location);
+/** Tells the driver the contents are no longer needed (cuMemDiscardBatchAsync,
+ *  CUDA 13+): pages may be dropped instead of migrated.
+ *  CUMEM_ERROR_NOT_SUPPORTED: the driver is older than 13.0. */
+CUMEM_API cumem_status_t cumem_buffer_discard(cumem_buffer_t* buffer,
+                                              const cumem_stream_t* stream);
+
+/* ------------------------------------------------------------------------ */
+/* Programs, libraries, kernels, launch                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef enum cumem_code_type_t {
+  CUMEM_CODE_CUBIN = 0, /**< machine code for one architecture (default) */
+  CUMEM_CODE_PTX = 1,   /**< PTX, compiled by the driver at load */
+  CUMEM_CODE_TYPE_FORCE32 = 0x7FFFFFFF
+} cumem_code_type_t;
+
+typedef struct cumem_program_options_t {
+  uint32_t struct_size;
+  cumem_code_type_t code_type;
+  /** Target architecture as NVRTC spells it ("sm_90", "compute_90"); NULL
+   *  picks the device's. */
+  const char* arch;
+  /** Extra NVRTC options ("-std=c++17", "-DN=4", ...), num_options long. */
+  const char* const* options;
+  uint32_t num_options;
+  /** Expressions to instantiate and name ("my_kernel<float>"), see
+   *  cumem_program_lowered_name. */
+  const char* const* name_expressions;
+  uint32_t num_name_expressions;
+  /** Program name in the compiler's messages. NULL: "cumem_program.cu". */
+  const char* name;
+} cumem_program_options_t;
+#define CUMEM_PROGRAM_OPTIONS_INIT \
+  { (uint32_t)sizeof(cumem_program_options_t), CUMEM_CODE_CUBIN, NULL, NULL, 0u, NULL, 0u, NULL }
+CUMEM_API void cumem_program_options_init(cumem_program_options_t* options);
+
+/** Compiles CUDA C++ `source` (NUL-terminated) with NVRTC for `device`.
+ *  NVRTC is loaded on first use: $CUMEM_LIBNVRTC, else libnvrtc.so.13, else
+ *  libnvrtc.so.12.
+ *  CUMEM_ERROR_NO_COMPILER: NVRTC cannot be loaded (paths in the message).
+ *  CUMEM_ERROR_COMPILATION: the source does not compile; the message holds
+ *  the compiler's log. */
+CUMEM_API cumem_status_t cumem_program_compile(const cumem_device_t* device,
+                                               const char* source,
+                                               const cumem_program_options_t* options,
+                                               cumem_program_t** out_program);
+CUMEM_API cumem_status_t cumem_program_retain(cumem_program_t* program);
+CUMEM_API void cumem_program_release(cumem_program_t* program);
+/** The compiler's log (warnings), NUL-terminated, possibly "". Borrowed. */
+CUMEM_API cumem_status_t cumem_program_log(const cumem_program_t* program,
+                                           const char** out_log);
+/** The compiled code (cubin or PTX as asked). Borrowed. */
+CUMEM_API cumem_status_t cumem_program_code(const cumem_program_t* program,
+                                            const void** out_code,
+                                            size_t* out_size);
+/** The mangled name of a name expression given at compile time. Borrowed.
+ *  CUMEM_ERROR_NOT_FOUND: the expression was not given. */
+CUMEM_API cumem_status_t cumem_program_lowered_name(const cumem_program_t* program,
+                                                    const char* name_expression,
+                                                    const char** out_name);
+/** Loads the compiled code (cuLibraryLoadData) for the program's device. */
+CUMEM_API cumem_status_t cumem_program_load(const cumem_program_t* program,
+                                            cumem_library_t** out_library);
+
+/** Loads precompiled cubin, PTX (NUL-terminated) or fatbin bytes. `size` is
+ *  used to check that the image is not empty.
+ *  CUMEM_ERROR_DRIVER: the driver rejects the image (its error in the
+ *  message). */
+CUMEM_API cumem_status_t cumem_library_load_data(const cumem_device_t* device,
+                                                 const void* image, size_t size,
+                                                 cumem_library_t** out_library);
+CUMEM_API cumem_status_t cumem_library_retain(cumem_library_t* library);
+CUMEM_API void cumem_library_release(cumem_library_t* library);
+/** A kernel by its (lowered) name. CUMEM_ERROR_NOT_FOUND: no such kernel. */
+CUMEM_API cumem_status_t cumem_library_get_kernel(const cumem_library_t* library,
+                                                  const char* name,
+                                                  cumem_kernel_t** out_kernel);
+
+CUMEM_API cumem_status_t cumem_kernel_retain(cumem_kernel_t* kernel);
+CUMEM_API void cumem_kernel_release(cumem_kernel_t* kernel);
+
+typedef struct cumem_kernel_attributes_t {
+  uint32_t struct_size;
+  int32_t max_threads_per_block;
+  int32_t shared_size_bytes;          /**< static shared memory */
+  int32_t const_size_bytes;
+  int32_t local_size_bytes;           /**< per thread */
+  int32_t num_regs;                   /**< per thread */
+  int32_t ptx_version;                /**< e.g. 90 */
+  int32_t binary_version;             /**< e.g. 90 */
+  int32_t max_dynamic_shared_size_bytes;
+} cumem_kernel_attributes_t;
+#define CUMEM_KERNEL_ATTRIBUTES_INIT \
+  { (uint32_t)sizeof(cumem_kernel_attributes_t), 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/** The kernel's attributes on the library's device. */
+CUMEM_API cumem_status_t cumem_kernel_get_attributes(const cumem_kernel_t* kernel,
+                                                     cumem_kernel_attributes_t* attributes);
+/** The CUkernel, as void*. Borrowed. */
+CUMEM_API cumem_status_t cumem_kernel_native(const cumem_kernel_t* kernel,
+                                             void** out_native);
+
+typedef struct cumem_launch_config_t {
+  uint32_t struct_size;
+  uint32_t grid[3];    /**< blocks per grid, x y z; each >= 1 */
+  uint32_t block[3];   /**< threads per block, x y z; each >= 1 */
+  uint32_t shared_memory_bytes; /**< dynamic shared memory per block */
+  /** Thread-block cluster shape; {0,0,0} (default) launches no clusters. */
+  uint32_t cluster[3];
+} cumem_launch_config_t;
+#define CUMEM_LAUNCH_CONFIG_INIT \
+  { (uint32_t)sizeof(cumem_launch_config_t), {1u, 1u, 1u}, {1u, 1u, 1u}, 0u, {0u, 0u, 0u} }
+CUMEM_API void cumem_launch_config_init(cumem_launch_config_t* config);
+
+/** Launches `kernel` on `stream` ([in][optional]) with `config`.
+ *  `args` holds num_args pointers, each to one argument's value, in the
+ *  kernel's parameter order (as cuLaunchKernel takes them).
+ *  CUMEM_ERROR_INVALID_LAUNCH_CONFIG: a zero dimension, threads per block
+ *  above the kernel's maximum, dynamic shared memory above what the kernel
+ *  may use, a cluster shape on a device without clusters or not dividing
+ *  the grid (the message names the limit).
+ *  CUMEM_ERROR_WRONG_DEVICE: the stream belongs to another device than the
+ *  kernel's library. CUMEM_ERROR_INVALID_ARGUMENT: args NULL with
+ *  num_args > 0. */
+CUMEM_API cumem_status_t cumem_launch(const cumem_kernel_t* kernel,
+                                      const cumem_stream_t* stream,
+                                      const cumem_launch_config_t* config,
+                                      void** args, uint32_t num_args);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CUMEM_CUMEM_H */

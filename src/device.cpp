@@ -1,0 +1,200 @@
+#include "device.hpp"
+
+#include <memory>
+#include <vector>
+
+#include "driver/driver.hpp"
+#include "error.hpp"
+
+namespace cumem {
+namespace {
+
+struct Registry {
+  std::once_flag once;
+  std::vector<std::unique_ptr<Device>> devices;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: handles may outlive static destructors
+  return *r;
+}
+
+}  // namespace
+
+int Device::count() {
+  const auto& drv = driver::get();
+  if (!drv.has_devices) return 0;
+  int n = 0;
+  CUMEM_CU(cuDeviceGetCount, (&n), "counting devices");
+  return n;
+}
+
+Ref<Device> Device::get(int ordinal) {
+  Registry& r = registry();
+  const int n = count();
+  if (ordinal < 0 || ordinal >= n)
+    fail(Status::no_device, "there is no CUDA device " + std::to_string(ordinal) + " (" +
+                                std::to_string(n) + " device" + (n == 1 ? "" : "s") +
+                                " present)");
+  std::call_once(r.once, [&] {
+    r.devices.resize(static_cast<size_t>(n));
+  });
+  // Devices are created under the ordinal's own lock below; creation of the
+  // slot itself is guarded by a registry-wide mutex.
+  static std::mutex create_mutex;
+  Device* device;
+  {
+    std::lock_guard<std::mutex> lock(create_mutex);
+    auto& slot = r.devices[static_cast<size_t>(ordinal)];
+    if (!slot) {
+      CUdevice handle = 0;
+      CUMEM_CU(cuDeviceGet, (&handle, ordinal), "getting device " + std::to_string(ordinal));
+      slot.reset(new Device(ordinal, handle));
+    }
+    device = slot.get();
+  }
+  device->acquire();
+  return Ref<Device>::adopt(device);
+}
+
+void Device::acquire() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ == 0) {
+    CUcontext ctx = nullptr;
+    CUMEM_CU(cuDevicePrimaryCtxRetain, (&ctx, handle_),
+             "retaining the primary context of device " + std::to_string(ordinal_));
+    context_ = ctx;
+  }
+  ++users_;
+}
+
+void Device::retain() const noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++users_;
+}
+
+void Device::release() const noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (--users_ == 0) {
+    // The context may be gone already at process exit; nothing to report.
+    const auto& drv = driver::get();
+    drv.cuDevicePrimaryCtxRelease_fn(handle_);
+    context_ = nullptr;
+  }
+}
+
+std::string Device::describe() const {
+  return "device " + std::to_string(ordinal_);
+}
+
+int Device::attribute(CUdevice_attribute attribute) const {
+  int value = 0;
+  CUMEM_CU(cuDeviceGetAttribute, (&value, attribute, handle_),
+           "reading attribute " + std::to_string(static_cast<int>(attribute)) + " of " +
+               describe());
+  return value;
+}
+
+DeviceProperties Device::properties() const {
+  DeviceProperties p;
+  p.ordinal = ordinal_;
+  char name[256] = {};
+  CUMEM_CU(cuDeviceGetName, (name, static_cast<int>(sizeof name - 1), handle_),
+           "reading the name of " + describe());
+  p.name = name;
+  CUuuid uuid{};
+  CUMEM_CU(cuDeviceGetUuid, (&uuid, handle_), "reading the UUID of " + describe());
+  for (size_t i = 0; i < 16; ++i) p.uuid[i] = static_cast<uint8_t>(uuid.bytes[i]);
+  size_t total = 0;
+  CUMEM_CU(cuDeviceTotalMem, (&total, handle_), "reading the memory size of " + describe());
+  p.total_memory = total;
+  p.cc_major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  p.cc_minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  p.multiprocessor_count = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  p.memory_pools_supported = attribute(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
+  p.ipc_handle_types = p.memory_pools_supported
+      ? static_cast<uint32_t>(attribute(CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES))
+      : 0u;
+  p.managed_memory = attribute(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY) != 0;
+  p.concurrent_managed_access = attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) != 0;
+  p.virtual_memory_management =
+      attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED) != 0;
+  // HOST_NUMA_ID exists from CUDA 12.2; older drivers reject the attribute.
+  int numa = -1;
+  const auto& drv = driver::get();
+  if (drv.cuDeviceGetAttribute_fn(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, handle_) !=
+      CUDA_SUCCESS)
+    numa = -1;
+  p.host_numa_id = numa;
+  p.pci_domain_id = attribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID);
+  p.pci_bus_id = attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
+  p.pci_device_id = attribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
+  p.max_threads_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  p.max_shared_memory_per_block_optin =
+      attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  p.cluster_launch = attribute(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH) != 0;
+  return p;
+}
+
+void Device::set_current() const {
+  CUMEM_CU(cuCtxSetCurrent, (context_), "making the primary context of " + describe() + " current");
+}
+
+void Device::synchronize() const {
+  ScopedContext scope(*this);
+  CUMEM_CU(cuCtxSynchronize, (), "synchronizing " + describe());
+}
+
+void Device::memory_info(uint64_t& free_bytes, uint64_t& total_bytes) const {
+  ScopedContext scope(*this);
+  size_t f = 0, t = 0;
+  CUMEM_CU(cuMemGetInfo, (&f, &t), "reading the free memory of " + describe());
+  free_bytes = f;
+  total_bytes = t;
+}
+
+bool Device::can_access_peer(const Device& peer) const {
+  if (&peer == this) return false;
+  int can = 0;
+  CUMEM_CU(cuDeviceCanAccessPeer, (&can, handle_, peer.handle_),
+           "asking whether " + describe() + " can access " + peer.describe());
+  return can != 0;
+}
+
+void Device::enable_peer_access(const Device& peer) const {
+  if (&peer == this)
+    fail(Status::invalid_argument,
+         "a device cannot enable peer access to itself (" + describe() + ")");
+  if (!can_access_peer(peer))
+    fail(Status::not_supported,
+         describe() + " cannot access the memory of " + peer.describe() + " (no peer path)");
+  ScopedContext scope(*this);
+  const CUresult r = CUMEM_CU_RESULT(cuCtxEnablePeerAccess, (peer.context_, 0));
+  if (r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return;
+  driver::check(r, "cuCtxEnablePeerAccess",
+                "enabling access from " + describe() + " to " + peer.describe());
+}
+
+void Device::priority_range(int& least, int& greatest) const {
+  ScopedContext scope(*this);
+  int l = 0, g = 0;
+  CUMEM_CU(cuCtxGetStreamPriorityRange, (&l, &g),
+           "reading the stream priority range of " + describe());
+  least = l;
+  greatest = g;
+}
+
+ScopedContext::ScopedContext(const Device& device) {
+  CUMEM_CU(cuCtxGetCurrent, (&previous_), "reading the current context");
+  if (previous_ != device.context()) {
+    CUMEM_CU(cuCtxSetCurrent, (device.context()),
+             "making the primary context of " + device.describe() + " current");
+    changed_ = true;
+  }
+}
+
+ScopedContext::~ScopedContext() {
+  if (changed_) driver::get().cuCtxSetCurrent_fn(previous_);
+}
+
+}  // namespace cumem

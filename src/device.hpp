@@ -1,0 +1,89 @@
+// A CUDA device and its primary context. One Device per ordinal lives for
+// the whole process; its reference count is the number of libcumem objects
+// (and user handles) that use it, and the primary context is retained while
+// that count is above zero.
+#pragma once
+
+#include <cuda.h>
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "object.hpp"
+
+namespace cumem {
+
+struct DeviceProperties {
+  int ordinal = 0;
+  std::string name;
+  std::array<uint8_t, 16> uuid{};
+  int cc_major = 0, cc_minor = 0;
+  uint64_t total_memory = 0;
+  int multiprocessor_count = 0;
+  bool memory_pools_supported = false;
+  uint32_t ipc_handle_types = 0;
+  bool managed_memory = false;
+  bool concurrent_managed_access = false;
+  bool virtual_memory_management = false;
+  int host_numa_id = -1;
+  int pci_domain_id = 0, pci_bus_id = 0, pci_device_id = 0;
+  int max_threads_per_block = 0;
+  int max_shared_memory_per_block_optin = 0;
+  bool cluster_launch = false;
+};
+
+class Device {
+ public:
+  // Number of devices (0 when the driver sees none). Throws no_driver.
+  static int count();
+  // The device, with one reference for the caller (retains the primary
+  // context on the first). Throws no_device for a bad ordinal.
+  static Ref<Device> get(int ordinal);
+
+  void retain() const noexcept;
+  void release() const noexcept;
+  Tag tag() const noexcept { return Tag::device; }
+
+  int ordinal() const noexcept { return ordinal_; }
+  CUdevice handle() const noexcept { return handle_; }
+  CUcontext context() const noexcept { return context_; }
+
+  DeviceProperties properties() const;
+  int attribute(CUdevice_attribute attribute) const;
+  void set_current() const;
+  void synchronize() const;
+  void memory_info(uint64_t& free_bytes, uint64_t& total_bytes) const;
+  bool can_access_peer(const Device& peer) const;
+  void enable_peer_access(const Device& peer) const;
+  void priority_range(int& least, int& greatest) const;
+  // "device 0 (NVIDIA H200)" for messages.
+  std::string describe() const;
+
+ private:
+  Device(int ordinal, CUdevice handle) : ordinal_(ordinal), handle_(handle) {}
+  void acquire();  // one more user; retains the primary context on the first
+
+  const int ordinal_;
+  const CUdevice handle_;
+  mutable std::mutex mutex_;
+  mutable uint32_t users_ = 0;
+  mutable CUcontext context_ = nullptr;
+};
+
+// Makes a device's primary context current for a scope, and restores the
+// previous one after (only when it had to change it).
+class ScopedContext {
+ public:
+  explicit ScopedContext(const Device& device);
+  ~ScopedContext();
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+
+ private:
+  CUcontext previous_ = nullptr;
+  bool changed_ = false;
+};
+
+}  // namespace cumem

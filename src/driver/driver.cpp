@@ -1,0 +1,129 @@
+#include "driver.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "../error.hpp"
+
+namespace cumem::driver {
+namespace {
+
+struct Loaded {
+  Table table;
+  bool ok = false;
+  Status status = Status::no_driver;
+  std::string error;  // why loading failed
+};
+
+std::string version_string(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+void load(Loaded& out) {
+  const char* env = std::getenv("CUMEM_LIBCUDA");
+  const std::string path = (env && *env) ? env : "libcuda.so.1";
+  const std::string origin =
+      (env && *env) ? " (from $CUMEM_LIBCUDA)" : " (set $CUMEM_LIBCUDA to use another path)";
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* why = dlerror();
+    out.error = "cannot load the CUDA driver library '" + path + "'" + origin + ": " +
+                (why ? why : "unknown dlopen error") +
+                "; install the NVIDIA driver to use a GPU";
+    return;
+  }
+  // cuGetProcAddress_v2 (CUDA 12.0+) reports why a symbol is missing.
+  auto get_proc = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(lib, "cuGetProcAddress_v2"));
+  auto init = reinterpret_cast<PFN_cuInit_v2000>(dlsym(lib, "cuInit"));
+  auto get_version = reinterpret_cast<PFN_cuDriverGetVersion_v2020>(dlsym(lib, "cuDriverGetVersion"));
+  if (!get_proc || !init || !get_version) {
+    out.error = "the CUDA driver library '" + path + "'" + origin +
+                " is too old or not a CUDA driver: it lacks cuGetProcAddress_v2, which "
+                "libcumem needs (CUDA 12.0 or newer)";
+    return;
+  }
+  Table& t = out.table;
+  if (get_version(&t.driver_version) != CUDA_SUCCESS) t.driver_version = 0;
+  const CUresult init_result = init(0);
+  if (init_result == CUDA_ERROR_NO_DEVICE) {
+    t.has_devices = false;
+  } else if (init_result != CUDA_SUCCESS) {
+    out.error = "cuInit failed on the CUDA driver library '" + path + "' (driver " +
+                version_string(t.driver_version) + ") with CUresult " +
+                std::to_string(static_cast<int>(init_result));
+    return;
+  } else {
+    t.has_devices = true;
+  }
+#define CUMEM_DRIVER_RESOLVE(name, version)                                                  \
+  {                                                                                          \
+    void* fn = nullptr;                                                                      \
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;             \
+    if (get_proc(#name, &fn, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &found) ==          \
+            CUDA_SUCCESS &&                                                                  \
+        found == CU_GET_PROC_ADDRESS_SUCCESS)                                                \
+      t.name##_fn = reinterpret_cast<PFN_##name##_v##version>(fn);                           \
+  }
+  CUMEM_DRIVER_FUNCTIONS(CUMEM_DRIVER_RESOLVE)
+#undef CUMEM_DRIVER_RESOLVE
+  out.ok = true;
+}
+
+Loaded& loaded() {
+  static Loaded instance;
+  static std::once_flag once;
+  std::call_once(once, [] { load(instance); });
+  return instance;
+}
+
+}  // namespace
+
+const Table& get() {
+  Loaded& l = loaded();
+  if (!l.ok) fail(l.status, l.error);
+  return l.table;
+}
+
+bool available() noexcept {
+  try {
+    return loaded().ok;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::string describe(CUresult result) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  Loaded& l = loaded();
+  if (l.ok && l.table.cuGetErrorName_fn) l.table.cuGetErrorName_fn(result, &name);
+  if (l.ok && l.table.cuGetErrorString_fn) l.table.cuGetErrorString_fn(result, &text);
+  std::string out = name ? name : "CUresult " + std::to_string(static_cast<int>(result));
+  if (text) out += std::string(" (") + text + ")";
+  return out;
+}
+
+void check(CUresult result, const char* function, const std::string& what) {
+  if (result == CUDA_SUCCESS) return;
+  Status status = Status::driver;
+  switch (result) {
+    case CUDA_ERROR_OUT_OF_MEMORY: status = Status::out_of_memory; break;
+    case CUDA_ERROR_NO_DEVICE:
+    case CUDA_ERROR_INVALID_DEVICE: status = Status::no_device; break;
+    case CUDA_ERROR_NOT_SUPPORTED: status = Status::not_supported; break;
+    default: break;
+  }
+  fail(status, std::string(function) + " failed with " + describe(result) + " while " + what);
+}
+
+void missing(const char* function, int needed_version) {
+  const int have = loaded().table.driver_version;
+  fail(Status::not_supported, std::string(function) + " needs a CUDA " +
+                                  version_string(needed_version) +
+                                  " driver or newer; the installed driver is CUDA " +
+                                  version_string(have));
+}
+
+}  // namespace cumem::driver

@@ -1,0 +1,137 @@
+// The CUDA driver, loaded at run time. libcumem never links libcuda: the
+// library is dlopen'ed on first use (libcuda.so.1, or $CUMEM_LIBCUDA), every
+// entry point is resolved once through cuGetProcAddress with the CUDA version
+// whose signature we compiled against, and all calls go through one table.
+// Only code in src/ uses this table; nothing outside src/driver/ loads
+// symbols.
+#pragma once
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <string>
+
+namespace cumem::driver {
+
+// X(name, version): the entry point `name` with the signature of
+// PFN_<name>_v<version>, available from CUDA <version> on.
+#define CUMEM_DRIVER_FUNCTIONS(X)            \
+  X(cuGetErrorName, 6000)                    \
+  X(cuGetErrorString, 6000)                  \
+  X(cuDeviceGetCount, 2000)                  \
+  X(cuDeviceGet, 2000)                       \
+  X(cuDeviceGetName, 2000)                   \
+  X(cuDeviceGetUuid, 11040)                  \
+  X(cuDeviceTotalMem, 3020)                  \
+  X(cuDeviceGetAttribute, 2000)              \
+  X(cuDeviceCanAccessPeer, 4000)             \
+  X(cuDevicePrimaryCtxRetain, 7000)          \
+  X(cuDevicePrimaryCtxRelease, 11000)        \
+  X(cuCtxGetCurrent, 4000)                   \
+  X(cuCtxSetCurrent, 4000)                   \
+  X(cuCtxSynchronize, 2000)                  \
+  X(cuCtxEnablePeerAccess, 4000)             \
+  X(cuCtxGetStreamPriorityRange, 5050)       \
+  X(cuMemGetInfo, 3020)                      \
+  X(cuStreamCreateWithPriority, 5050)        \
+  X(cuStreamDestroy, 4000)                   \
+  X(cuStreamSynchronize, 2000)               \
+  X(cuStreamQuery, 2000)                     \
+  X(cuStreamWaitEvent, 3020)                 \
+  X(cuStreamGetPriority, 5050)               \
+  X(cuStreamGetDevice, 12080)                \
+  X(cuEventCreate, 2000)                     \
+  X(cuEventDestroy, 4000)                    \
+  X(cuEventRecord, 2000)                     \
+  X(cuEventSynchronize, 2000)                \
+  X(cuEventQuery, 2000)                      \
+  X(cuEventElapsedTime, 12080)               \
+  X(cuMemAlloc, 3020)                        \
+  X(cuMemFree, 3020)                         \
+  X(cuMemAllocFromPoolAsync, 11020)          \
+  X(cuMemFreeAsync, 11020)                   \
+  X(cuMemPoolCreate, 11020)                  \
+  X(cuMemPoolDestroy, 11020)                 \
+  X(cuDeviceGetDefaultMemPool, 11020)        \
+  X(cuMemGetDefaultMemPool, 13000)           \
+  X(cuMemPoolSetAttribute, 11020)            \
+  X(cuMemPoolGetAttribute, 11020)            \
+  X(cuMemPoolTrimTo, 11020)                  \
+  X(cuMemPoolSetAccess, 11020)               \
+  X(cuMemPoolGetAccess, 11020)               \
+  X(cuMemHostAlloc, 2020)                    \
+  X(cuMemFreeHost, 2000)                     \
+  X(cuMemAllocManaged, 6000)                 \
+  X(cuMemHostRegister, 6050)                 \
+  X(cuMemHostUnregister, 4000)               \
+  X(cuMemcpyAsync, 4000)                     \
+  X(cuMemsetD8Async, 3020)                   \
+  X(cuMemsetD16Async, 3020)                  \
+  X(cuMemsetD32Async, 3020)                  \
+  X(cuPointerGetAttributes, 7000)            \
+  X(cuMemPrefetchAsync, 12020)               \
+  X(cuMemAdvise, 12020)                      \
+  X(cuMemDiscardBatchAsync, 13000)           \
+  X(cuLibraryLoadData, 12000)                \
+  X(cuLibraryUnload, 12000)                  \
+  X(cuLibraryGetKernel, 12000)               \
+  X(cuKernelGetAttribute, 12000)             \
+  X(cuKernelSetAttribute, 12000)             \
+  X(cuLaunchKernelEx, 11060)
+
+// Function pointers; a member is null when the installed driver is older
+// than the version it needs. Use call() or require(), not the members, so
+// that a missing entry point becomes CUMEM_ERROR_NOT_SUPPORTED.
+struct Table {
+#define CUMEM_DRIVER_MEMBER(name, version) PFN_##name##_v##version name##_fn = nullptr;
+  CUMEM_DRIVER_FUNCTIONS(CUMEM_DRIVER_MEMBER)
+#undef CUMEM_DRIVER_MEMBER
+  int driver_version = 0;  // e.g. 13000
+  bool has_devices = false; // false when cuInit said CUDA_ERROR_NO_DEVICE
+};
+
+// The loaded driver; throws Error(no_driver) naming the path tried (every
+// later call throws the same error: loading is attempted once).
+const Table& get();
+
+// Whether the driver can be loaded, without throwing.
+bool available() noexcept;
+
+// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for a CUresult.
+std::string describe(CUresult result);
+
+// Throws the Error that matches `result` unless it is CUDA_SUCCESS:
+// "<function> failed with CUDA_ERROR_X (text) while <what>".
+void check(CUresult result, const char* function, const std::string& what);
+
+// Throws Error(not_supported) naming the function and the CUDA versions.
+[[noreturn]] void missing(const char* function, int needed_version);
+
+}  // namespace cumem::driver
+
+// CUMEM_CU(cuMemAlloc, (&ptr, size), "allocating 4 bytes"): calls the entry
+// point through the table and checks the result; a missing entry point is
+// CUMEM_ERROR_NOT_SUPPORTED.
+#define CUMEM_CU(name, args, what)                                          \
+  do {                                                                      \
+    const auto& cumem_drv_ = ::cumem::driver::get();                        \
+    if (!cumem_drv_.name##_fn)                                              \
+      ::cumem::driver::missing(#name, ::cumem::driver::version_of_##name);  \
+    ::cumem::driver::check(cumem_drv_.name##_fn args, #name, what);         \
+  } while (0)
+
+// CUMEM_CU_RESULT(cuStreamQuery, (s)): the raw CUresult, for calls whose
+// non-success results are answers (CUDA_ERROR_NOT_READY, ...).
+#define CUMEM_CU_RESULT(name, args)                                         \
+  ([&]() -> CUresult {                                                      \
+    const auto& cumem_drv_ = ::cumem::driver::get();                        \
+    if (!cumem_drv_.name##_fn)                                              \
+      ::cumem::driver::missing(#name, ::cumem::driver::version_of_##name);  \
+    return cumem_drv_.name##_fn args;                                       \
+  }())
+
+namespace cumem::driver {
+#define CUMEM_DRIVER_VERSION_OF(name, version) inline constexpr int version_of_##name = version;
+CUMEM_DRIVER_FUNCTIONS(CUMEM_DRIVER_VERSION_OF)
+#undef CUMEM_DRIVER_VERSION_OF
+}  // namespace cumem::driver

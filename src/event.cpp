@@ -1,0 +1,68 @@
+#include "event.hpp"
+
+#include "driver/driver.hpp"
+#include "error.hpp"
+#include "stream.hpp"
+
+namespace cumem {
+
+Ref<Event> Event::create(Ref<Device> device, bool enable_timing, bool blocking_sync) {
+  unsigned flags = 0;
+  if (!enable_timing) flags |= CU_EVENT_DISABLE_TIMING;
+  if (blocking_sync) flags |= CU_EVENT_BLOCKING_SYNC;
+  ScopedContext scope(*device);
+  CUevent handle = nullptr;
+  CUMEM_CU(cuEventCreate, (&handle, flags), "creating an event on " + device->describe());
+  return Ref<Event>::adopt(new Event(std::move(device), handle, enable_timing));
+}
+
+Event::~Event() {
+  try {
+    ScopedContext scope(*device_);
+    driver::get().cuEventDestroy_fn(handle_);
+  } catch (...) {
+  }
+}
+
+void Event::record(const Stream* stream) const {
+  if (stream && &stream->device() != device_.get())
+    fail(Status::wrong_device, "cannot record an event of " + device_->describe() + " on " +
+                                   stream->describe());
+  ScopedContext scope(*device_);
+  CUMEM_CU(cuEventRecord, (handle_, native_or_legacy(stream)),
+           "recording an event of " + device_->describe());
+  recorded_.store(true, std::memory_order_release);
+}
+
+void Event::synchronize() const {
+  ScopedContext scope(*device_);
+  CUMEM_CU(cuEventSynchronize, (handle_), "synchronizing an event of " + device_->describe());
+}
+
+bool Event::query() const {
+  ScopedContext scope(*device_);
+  const CUresult r = CUMEM_CU_RESULT(cuEventQuery, (handle_));
+  if (r == CUDA_ERROR_NOT_READY) return false;
+  driver::check(r, "cuEventQuery", "querying an event of " + device_->describe());
+  return true;
+}
+
+float Event::elapsed_ms(const Event& start, const Event& end) {
+  for (const Event* e : {&start, &end}) {
+    const char* which = e == &start ? "start" : "end";
+    if (!e->timing_)
+      fail(Status::invalid_state, std::string("the ") + which +
+                                      " event was created without timing (set enable_timing)");
+    if (!e->recorded())
+      fail(Status::invalid_state, std::string("the ") + which + " event was never recorded");
+  }
+  ScopedContext scope(*start.device_);
+  float ms = 0.0f;
+  const CUresult r = CUMEM_CU_RESULT(cuEventElapsedTime, (&ms, start.handle_, end.handle_));
+  if (r == CUDA_ERROR_NOT_READY)
+    fail(Status::invalid_state, "the events have not completed yet; synchronize the end event first");
+  driver::check(r, "cuEventElapsedTime", "measuring the time between two events");
+  return ms;
+}
+
+}  // namespace cumem

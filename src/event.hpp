@@ -1,0 +1,41 @@
+// A CUDA event of one device.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+
+#include "device.hpp"
+#include "object.hpp"
+
+namespace cumem {
+
+class Stream;
+
+class Event : public Object {
+ public:
+  static Ref<Event> create(Ref<Device> device, bool enable_timing, bool blocking_sync);
+
+  CUevent handle() const noexcept { return handle_; }
+  const Device& device() const noexcept { return *device_; }
+  bool timing_enabled() const noexcept { return timing_; }
+  bool recorded() const noexcept { return recorded_.load(std::memory_order_acquire); }
+
+  // Records on `stream`, or on the device's legacy default stream for null.
+  void record(const Stream* stream) const;
+  void synchronize() const;
+  bool query() const;
+  static float elapsed_ms(const Event& start, const Event& end);
+
+ private:
+  Event(Ref<Device> device, CUevent handle, bool timing)
+      : Object(Tag::event), device_(std::move(device)), handle_(handle), timing_(timing) {}
+  ~Event() override;
+
+  Ref<Device> device_;
+  CUevent handle_;
+  bool timing_;
+  mutable std::atomic<bool> recorded_{false};
+};
+
+}  // namespace cumem

@@ -1,0 +1,107 @@
+#include "stream.hpp"
+
+#include <cstdio>
+
+#include "driver/driver.hpp"
+#include "error.hpp"
+#include "event.hpp"
+
+namespace cumem {
+
+Ref<Stream> Stream::create(Ref<Device> device, bool nonblocking, int priority,
+                           PriorityMode mode) {
+  int least = 0, greatest = 0;
+  device->priority_range(least, greatest);
+  // Greatest priority is numerically lowest.
+  if (priority < greatest || priority > least) {
+    if (mode == PriorityMode::reject)
+      fail(Status::invalid_argument,
+           "stream priority " + std::to_string(priority) + " is outside the range of " +
+               device->describe() + ": " + std::to_string(greatest) + " (highest) to " +
+               std::to_string(least) + " (lowest)");
+    priority = priority < greatest ? greatest : least;
+  }
+  ScopedContext scope(*device);
+  CUstream handle = nullptr;
+  const unsigned flags = nonblocking ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT;
+  CUMEM_CU(cuStreamCreateWithPriority, (&handle, flags, priority),
+           "creating a stream on " + device->describe());
+  return Ref<Stream>::adopt(new Stream(std::move(device), handle, true));
+}
+
+Ref<Stream> Stream::wrap(Ref<Device> device, CUstream native) {
+  if (!native)
+    fail(Status::invalid_argument,
+         "cannot wrap a NULL CUstream; use the legacy default stream instead");
+  const auto& drv = driver::get();
+  if (drv.cuStreamGetDevice_fn) {
+    CUdevice owner = 0;
+    ScopedContext scope(*device);
+    CUMEM_CU(cuStreamGetDevice, (native, &owner), "finding the device of a foreign stream");
+    if (owner != device->handle())
+      fail(Status::wrong_device, "the stream to wrap belongs to CUdevice " +
+                                     std::to_string(owner) + ", not to " + device->describe());
+  }
+  return Ref<Stream>::adopt(new Stream(std::move(device), native, false));
+}
+
+Ref<Stream> Stream::legacy_default(Ref<Device> device) {
+  return Ref<Stream>::adopt(new Stream(std::move(device), CU_STREAM_LEGACY, false));
+}
+
+Ref<Stream> Stream::per_thread_default(Ref<Device> device) {
+  return Ref<Stream>::adopt(new Stream(std::move(device), CU_STREAM_PER_THREAD, false));
+}
+
+Stream::~Stream() {
+  if (owned_) {
+    // A destructor cannot report; the driver frees the stream's resources
+    // once its work is done.
+    try {
+      ScopedContext scope(*device_);
+      driver::get().cuStreamDestroy_fn(handle_);
+    } catch (...) {
+    }
+  }
+}
+
+std::string Stream::describe() const {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "stream %p of ", static_cast<void*>(handle_));
+  return buf + device_->describe();
+}
+
+int Stream::priority() const {
+  ScopedContext scope(*device_);
+  int p = 0;
+  CUMEM_CU(cuStreamGetPriority, (handle_, &p), "reading the priority of " + describe());
+  return p;
+}
+
+void Stream::synchronize() const {
+  ScopedContext scope(*device_);
+  CUMEM_CU(cuStreamSynchronize, (handle_), "synchronizing " + describe());
+}
+
+bool Stream::query() const {
+  ScopedContext scope(*device_);
+  const CUresult r = CUMEM_CU_RESULT(cuStreamQuery, (handle_));
+  if (r == CUDA_ERROR_NOT_READY) return false;
+  driver::check(r, "cuStreamQuery", "querying " + describe());
+  return true;
+}
+
+void Stream::wait(const Event& event) const {
+  ScopedContext scope(*device_);
+  CUMEM_CU(cuStreamWaitEvent, (handle_, event.handle(), 0),
+           "making " + describe() + " wait for an event");
+}
+
+void Stream::wait(const Stream& other) const {
+  if (&other == this) return;
+  Ref<Event> marker = Event::create(other.device_, false, false);
+  marker->record(&other);
+  wait(*marker);
+}
+
+}  // namespace cumem

@@ -1,0 +1,51 @@
+// A CUDA stream of one device: owned (destroyed with the object), wrapped
+// (someone else's CUstream), or one of the device's default streams.
+#pragma once
+
+#include <cuda.h>
+
+#include "device.hpp"
+#include "object.hpp"
+
+namespace cumem {
+
+class Event;
+
+enum class PriorityMode { clamp, reject };
+
+class Stream : public Object {
+ public:
+  static Ref<Stream> create(Ref<Device> device, bool nonblocking, int priority,
+                            PriorityMode mode);
+  static Ref<Stream> wrap(Ref<Device> device, CUstream native);
+  static Ref<Stream> legacy_default(Ref<Device> device);
+  static Ref<Stream> per_thread_default(Ref<Device> device);
+
+  CUstream handle() const noexcept { return handle_; }
+  const Device& device() const noexcept { return *device_; }
+  const Ref<Device>& device_ref() const noexcept { return device_; }
+  int priority() const;
+  void synchronize() const;
+  bool query() const;  // true when all queued work is done
+  void wait(const Event& event) const;
+  void wait(const Stream& other) const;
+  // "stream 0x1234 of device 0" for messages.
+  std::string describe() const;
+
+ private:
+  Stream(Ref<Device> device, CUstream handle, bool owned)
+      : Object(Tag::stream), device_(std::move(device)), handle_(handle), owned_(owned) {}
+  ~Stream() override;
+
+  Ref<Device> device_;
+  CUstream handle_;
+  bool owned_;
+};
+
+// The native handle of an optional stream: the legacy default stream for
+// nullptr.
+inline CUstream native_or_legacy(const Stream* stream) {
+  return stream ? stream->handle() : CU_STREAM_LEGACY;
+}
+
+}  // namespace cumem

@@ -1,0 +1,18 @@
+#include <cumem/cumem.h>
+int main(void) {
+  cumem_device_properties_t a = CUMEM_DEVICE_PROPERTIES_INIT;
+  cumem_resource_properties_t b = CUMEM_RESOURCE_PROPERTIES_INIT;
+  cumem_resource_statistics_t c = CUMEM_RESOURCE_STATISTICS_INIT;
+  cumem_pool_attributes_t d = CUMEM_POOL_ATTRIBUTES_INIT;
+  cumem_buffer_info_t e = CUMEM_BUFFER_INFO_INIT;
+  cumem_kernel_attributes_t f = CUMEM_KERNEL_ATTRIBUTES_INIT;
+  cumem_stream_options_t g = CUMEM_STREAM_OPTIONS_INIT;
+  cumem_event_options_t h = CUMEM_EVENT_OPTIONS_INIT;
+  cumem_host_resource_options_t i = CUMEM_HOST_RESOURCE_OPTIONS_INIT;
+  cumem_pool_options_t j = CUMEM_POOL_OPTIONS_INIT;
+  cumem_managed_resource_options_t k = CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
+  cumem_program_options_t l = CUMEM_PROGRAM_OPTIONS_INIT;
+  cumem_launch_config_t m = CUMEM_LAUNCH_CONFIG_INIT;
+  return (int)(a.struct_size + b.struct_size + c.struct_size + d.struct_size + e.struct_size + f.struct_size +
+               g.struct_size + h.struct_size + i.struct_size + j.struct_size + k.struct_size + l.struct_size + m.struct_size) & 0;
+}
