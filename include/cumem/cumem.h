@@ -624,17 +624,20 @@ CUMEM_API cumem_status_t cumem_buffer_is_closed(const cumem_buffer_t* buffer,
                                                 cumem_bool_t* out_closed);
 
 /** The stream that frees the buffer when it is closed with no stream or
- *  released (default: the stream it was allocated on; the legacy default
- *  stream for wrapped memory). Retains `stream` ([in][optional]: NULL resets
- *  to the legacy default stream). */
+ *  released. Default: the stream it was allocated on (NULL there: the legacy
+ *  default stream); none for wrapped and registered memory, which is then
+ *  released at once. Retains `stream` ([in][optional]: NULL resets to
+ *  none). */
 CUMEM_API cumem_status_t cumem_buffer_set_deallocation_stream(
     cumem_buffer_t* buffer, const cumem_stream_t* stream);
 
 /** Frees the memory ordered on `stream` ([in][optional]: NULL means the
- *  deallocation stream), or runs the wrap's release callback. Work queued
- *  before on that stream may still use the memory; work queued on other
- *  streams must be ordered before it by the caller. Closing a slice frees
- *  nothing. The handle stays valid until released.
+ *  deallocation stream). Work queued before on that stream may still use
+ *  the memory; work queued on other streams must be ordered before it by the
+ *  caller. Resources that free synchronously (host, legacy pinned, managed
+ *  without pool, registered and wrapped memory) first wait for that stream;
+ *  wrapped memory then runs its release callback on the calling thread.
+ *  Closing a slice frees nothing. The handle stays valid until released.
  *  CUMEM_ERROR_BUFFER_CLOSED: closed already. */
 CUMEM_API cumem_status_t cumem_buffer_close(cumem_buffer_t* buffer,
                                             const cumem_stream_t* stream);
@@ -758,6 +761,15 @@ typedef struct cumem_program_options_t {
 #define CUMEM_PROGRAM_OPTIONS_INIT \
   { (uint32_t)sizeof(cumem_program_options_t), CUMEM_CODE_CUBIN, NULL, NULL, 0u, NULL, 0u, NULL }
 CUMEM_API void cumem_program_options_init(cumem_program_options_t* options);
+
+/** The version of NVRTC, loading it if it is not loaded yet (from
+ *  $CUMEM_LIBNVRTC, else libnvrtc.so.13, else libnvrtc.so.12, as
+ *  cumem_program_compile does), e.g. 13 and 0. Needs no CUDA driver or
+ *  device, so it also tells whether compiling can work at all.
+ *  [out] out_major, [out] out_minor.
+ *  CUMEM_ERROR_NO_COMPILER: NVRTC cannot be loaded (every path tried, and
+ *  why each failed, in the message). */
+CUMEM_API cumem_status_t cumem_nvrtc_version(int32_t* out_major, int32_t* out_minor);
 
 /** Compiles CUDA C++ `source` (NUL-terminated) with NVRTC for `device`.
  *  NVRTC is loaded on first use: $CUMEM_LIBNVRTC, else libnvrtc.so.13, else

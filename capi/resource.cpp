@@ -1,0 +1,251 @@
+// cumem_*_resource_create and cumem_resource_* entry points.
+#include "capi.hpp"
+
+#include "../src/buffer.hpp"
+#include "../src/resources/resource.hpp"
+
+using namespace cumem;
+using namespace cumem::capi;
+
+namespace {
+const cumem_host_resource_options_t default_host_options = CUMEM_HOST_RESOURCE_OPTIONS_INIT;
+const cumem_pool_options_t default_pool_options = CUMEM_POOL_OPTIONS_INIT;
+const cumem_managed_resource_options_t default_managed_options =
+    CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
+
+Ref<Device> device_ref(const cumem_device_t* device, const char* name = "device") {
+  return Ref<Device>::share(&const_cast<Device&>(object(device, name)));
+}
+
+PoolOptions pool_options(const cumem_pool_options_t* options) {
+  const auto o = read_options(options, default_pool_options, "options");
+  PoolOptions p;
+  p.use_default_pool = o.use_default_pool != 0;
+  p.release_threshold = o.release_threshold;
+  p.max_size = o.max_size;
+  p.ipc_enabled = o.ipc_enabled != 0;
+  p.host_numa_id = o.host_numa_id;
+  return p;
+}
+}  // namespace
+
+CUMEM_EXPORT void cumem_host_resource_options_init(cumem_host_resource_options_t* o) {
+  if (o) *o = default_host_options;
+}
+CUMEM_EXPORT void cumem_pool_options_init(cumem_pool_options_t* options) {
+  if (options) *options = default_pool_options;
+}
+CUMEM_EXPORT void cumem_managed_resource_options_init(cumem_managed_resource_options_t* options) {
+  if (options) *options = default_managed_options;
+}
+
+CUMEM_EXPORT cumem_status_t cumem_host_resource_create(const cumem_host_resource_options_t* options,
+                                                       cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  out(out_resource, "out_resource");
+  const auto o = read_options(options, default_host_options, "options");
+  *out_resource = to_handle<cumem_resource_t>(create_host_resource(o.alignment));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_device_resource_create(const cumem_device_t* device,
+                                                         const cumem_pool_options_t* options,
+                                                         cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  Ref<Device> d = device_ref(device);
+  out(out_resource, "out_resource");
+  *out_resource = to_handle<cumem_resource_t>(create_device_resource(std::move(d), pool_options(options)));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_pinned_resource_create(const cumem_device_t* device,
+                                                         const cumem_pool_options_t* options,
+                                                         cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  Ref<Device> d = device_ref(device);
+  out(out_resource, "out_resource");
+  *out_resource = to_handle<cumem_resource_t>(create_pinned_resource(std::move(d), pool_options(options)));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_legacy_pinned_resource_create(const cumem_device_t* device,
+                                                                cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  Ref<Device> d = device_ref(device);
+  out(out_resource, "out_resource");
+  *out_resource = to_handle<cumem_resource_t>(create_legacy_pinned_resource(std::move(d)));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_managed_resource_create(
+    const cumem_device_t* device, const cumem_managed_resource_options_t* options,
+    cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  Ref<Device> d = device_ref(device);
+  out(out_resource, "out_resource");
+  const auto o = read_options(options, default_managed_options, "options");
+  Location preferred{static_cast<LocationType>(o.preferred_location.type), o.preferred_location.id};
+  *out_resource =
+      to_handle<cumem_resource_t>(create_managed_resource(std::move(d), preferred, o.use_pool != 0));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_retain(cumem_resource_t* resource) {
+  CUMEM_TRY
+  object(resource, "resource").retain();
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT void cumem_resource_release(cumem_resource_t* resource) {
+  if (resource) reinterpret_cast<Resource*>(resource)->release();
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_allocate(cumem_resource_t* resource, size_t size,
+                                                    const cumem_stream_t* stream,
+                                                    cumem_buffer_t** out_buffer) {
+  CUMEM_TRY
+  Resource& r = object(resource, "resource");
+  const Stream* s = optional(stream, "stream");
+  out(out_buffer, "out_buffer");
+  *out_buffer = to_handle<cumem_buffer_t>(Buffer::allocate(Ref<Resource>::share(&r), size, s));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resource, size_t size,
+                                                        const cumem_stream_t* stream,
+                                                        void** out_ptr) {
+  CUMEM_TRY
+  Resource& r = object(resource, "resource");
+  const Stream* s = optional(stream, "stream");
+  out(out_ptr, "out_ptr");
+  *out_ptr = r.allocate(size, s);
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_deallocate_raw(cumem_resource_t* resource, void* ptr,
+                                                          size_t size,
+                                                          const cumem_stream_t* stream) {
+  CUMEM_TRY
+  Resource& r = object(resource, "resource");
+  r.deallocate(ptr, size, optional(stream, "stream"));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_get_properties(const cumem_resource_t* resource,
+                                                          cumem_resource_properties_t* props) {
+  CUMEM_TRY
+  const Resource& r = object(resource, "resource");
+  check_out_struct(props, "props");
+  const ResourceProperties& p = r.properties();
+  cumem_resource_properties_t v = CUMEM_RESOURCE_PROPERTIES_INIT;
+  v.kind = static_cast<cumem_resource_kind_t>(p.kind);
+  v.device_accessible = to_bool(p.device_accessible);
+  v.host_accessible = to_bool(p.host_accessible);
+  v.device_id = p.device_id;
+  v.is_stream_ordered = to_bool(p.stream_ordered);
+  v.is_pool = to_bool(p.is_pool);
+  v.ipc_enabled = to_bool(p.ipc_enabled);
+  write_out_struct(props, v);
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_get_statistics(const cumem_resource_t* resource,
+                                                          cumem_resource_statistics_t* stats) {
+  CUMEM_TRY
+  const Resource& r = object(resource, "resource");
+  check_out_struct(stats, "stats");
+  const ResourceStatistics s = r.statistics();
+  cumem_resource_statistics_t v = CUMEM_RESOURCE_STATISTICS_INIT;
+  v.bytes_in_use = s.bytes_in_use;
+  v.peak_bytes_in_use = s.peak_bytes_in_use;
+  v.live_allocations = s.live_allocations;
+  v.total_allocations = s.total_allocations;
+  write_out_struct(stats, v);
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_reset_peak(cumem_resource_t* resource) {
+  CUMEM_TRY
+  object(resource, "resource").reset_peak();
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_pool_get_attributes(const cumem_resource_t* resource,
+                                                               cumem_pool_attributes_t* attributes) {
+  CUMEM_TRY
+  const Resource& r = object(resource, "resource");
+  check_out_struct(attributes, "attributes");
+  const PoolAttributes a = r.pool_attributes();
+  cumem_pool_attributes_t v = CUMEM_POOL_ATTRIBUTES_INIT;
+  v.reuse_follow_event_dependencies = to_bool(a.reuse_follow_event_dependencies);
+  v.reuse_allow_opportunistic = to_bool(a.reuse_allow_opportunistic);
+  v.reuse_allow_internal_dependencies = to_bool(a.reuse_allow_internal_dependencies);
+  v.release_threshold = a.release_threshold;
+  v.reserved_mem_current = a.reserved_current;
+  v.reserved_mem_high = a.reserved_high;
+  v.used_mem_current = a.used_current;
+  v.used_mem_high = a.used_high;
+  write_out_struct(attributes, v);
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_pool_set_attributes(
+    cumem_resource_t* resource, const cumem_pool_attributes_t* attributes) {
+  CUMEM_TRY
+  Resource& r = object(resource, "resource");
+  if (!attributes) null_argument("attributes");
+  // The settable fields all lie in the first part of the struct.
+  if (attributes->struct_size < offsetof(cumem_pool_attributes_t, reserved_mem_current))
+    fail(Status::invalid_argument, "argument 'attributes' has struct_size " +
+                                       std::to_string(attributes->struct_size) +
+                                       ", too small to hold the settable fields");
+  PoolAttributes a;
+  a.reuse_follow_event_dependencies = attributes->reuse_follow_event_dependencies != 0;
+  a.reuse_allow_opportunistic = attributes->reuse_allow_opportunistic != 0;
+  a.reuse_allow_internal_dependencies = attributes->reuse_allow_internal_dependencies != 0;
+  a.release_threshold = attributes->release_threshold;
+  r.set_pool_attributes(a);
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_pool_reset_highs(cumem_resource_t* resource) {
+  CUMEM_TRY
+  object(resource, "resource").reset_pool_highs();
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_pool_trim(cumem_resource_t* resource,
+                                                     uint64_t min_bytes_to_keep) {
+  CUMEM_TRY
+  object(resource, "resource").trim_pool(min_bytes_to_keep);
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_pool_set_access(cumem_resource_t* resource,
+                                                           const cumem_device_t* peer,
+                                                           cumem_bool_t read_write) {
+  CUMEM_TRY
+  Resource& r = object(resource, "resource");
+  r.set_pool_access(object(peer, "peer"), read_write != 0);
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_pool_get_access(const cumem_resource_t* resource,
+                                                           const cumem_device_t* peer,
+                                                           cumem_bool_t* out_read_write) {
+  CUMEM_TRY
+  const Resource& r = object(resource, "resource");
+  const Device& p = object(peer, "peer");
+  out(out_read_write, "out_read_write");
+  *out_read_write = to_bool(r.pool_access(p));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_pool_native(const cumem_resource_t* resource,
+                                                       void** out_pool) {
+  CUMEM_TRY
+  const Resource& r = object(resource, "resource");
+  out(out_pool, "out_pool");
+  *out_pool = static_cast<void*>(r.require_pool("reading the native pool handle"));
+  CUMEM_CATCH
+}

@@ -1,0 +1,226 @@
+// Buffer lifetime: making buffers, slices, closing.
+#include "buffer.hpp"
+
+#include "driver/driver.hpp"
+#include "error.hpp"
+
+namespace cumem {
+namespace {
+
+BufferInfo info_from(const ResourceProperties& p, void* ptr, size_t size) {
+  BufferInfo info;
+  info.device_id = p.device_id;
+  info.ptr = ptr;
+  info.size = size;
+  info.memory_kind = p.memory_kind;
+  info.device_accessible = p.device_accessible;
+  info.host_accessible = p.host_accessible;
+  info.owns_memory = true;
+  return info;
+}
+
+// What the driver knows of foreign memory; plain host memory when there is
+// no driver or the driver does not know the pointer.
+BufferInfo info_from_pointer(void* ptr, size_t size, Ref<Device>& device) {
+  BufferInfo info;
+  info.ptr = ptr;
+  info.size = size;
+  info.memory_kind = MemoryKind::host;
+  info.host_accessible = true;
+  if (!ptr || !driver::available()) return info;
+  unsigned int memory_type = 0;
+  int ordinal = -1;
+  unsigned int is_managed = 0;
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                      CU_POINTER_ATTRIBUTE_IS_MANAGED};
+  void* values[] = {&memory_type, &ordinal, &is_managed};
+  const auto& drv = driver::get();
+  if (!drv.cuPointerGetAttributes_fn ||
+      drv.cuPointerGetAttributes_fn(3, attributes, values, reinterpret_cast<CUdeviceptr>(ptr)) !=
+          CUDA_SUCCESS)
+    return info;
+  if (is_managed) {
+    info.memory_kind = MemoryKind::managed;
+    info.device_accessible = true;
+    info.host_accessible = true;
+    info.device_id = ordinal;
+  } else if (memory_type == CU_MEMORYTYPE_DEVICE) {
+    info.memory_kind = MemoryKind::device;
+    info.device_accessible = true;
+    info.host_accessible = false;
+    info.device_id = ordinal;
+  } else if (memory_type == CU_MEMORYTYPE_HOST) {
+    info.memory_kind = MemoryKind::pinned;
+    info.device_accessible = true;
+    info.host_accessible = true;
+    info.device_id = -1;
+  } else {
+    return info;
+  }
+  if (ordinal >= 0) {
+    try {
+      device = Device::get(ordinal);
+    } catch (const Error&) {
+      device = nullptr;
+    }
+  }
+  return info;
+}
+
+}  // namespace
+
+Ref<Buffer> Buffer::allocate(Ref<Resource> resource, size_t size, const Stream* stream) {
+  Ref<Buffer> buffer = Ref<Buffer>::adopt(new Buffer);  // before the memory: nothing to leak
+  void* ptr = resource->allocate(size, stream);
+  Buffer& b = *buffer;
+  b.ptr_ = ptr;
+  b.size_ = size;
+  b.owner_ = Owner::resource;
+  b.info_ = info_from(resource->properties(), ptr, size);
+  if (resource->device()) b.device_ = Ref<Device>::share(const_cast<Device*>(resource->device()));
+  if (stream) b.deallocation_stream_ = Ref<Stream>::share(const_cast<Stream*>(stream));
+  b.resource_ = std::move(resource);
+  return buffer;
+}
+
+Ref<Buffer> Buffer::wrap_owned(Ref<Resource> resource, void* ptr, size_t size) {
+  if (!ptr && size != 0)
+    fail(Status::invalid_argument, "ptr is NULL but size is " + std::to_string(size));
+  Ref<Buffer> buffer = Ref<Buffer>::adopt(new Buffer);
+  Buffer& b = *buffer;
+  b.ptr_ = ptr;
+  b.size_ = size;
+  b.owner_ = Owner::resource;
+  b.info_ = info_from(resource->properties(), ptr, size);
+  if (resource->device()) b.device_ = Ref<Device>::share(const_cast<Device*>(resource->device()));
+  if (size != 0) resource->adopt(size);
+  b.resource_ = std::move(resource);
+  return buffer;
+}
+
+Ref<Buffer> Buffer::wrap(void* ptr, size_t size, ReleaseFn release, void* user_data) {
+  if (!ptr && size != 0)
+    fail(Status::invalid_argument, "ptr is NULL but size is " + std::to_string(size));
+  Ref<Buffer> buffer = Ref<Buffer>::adopt(new Buffer);
+  Buffer& b = *buffer;
+  b.ptr_ = ptr;
+  b.size_ = size;
+  b.owner_ = Owner::callback;
+  b.info_ = info_from_pointer(ptr, size, b.device_);
+  b.info_.owns_memory = release != nullptr;
+  b.release_ = release;
+  b.user_data_ = user_data;
+  return buffer;
+}
+
+Ref<Buffer> Buffer::register_host(Ref<Device> device, void* ptr, size_t size) {
+  if (!ptr || size == 0)
+    fail(Status::invalid_argument, "cannot register host memory with a NULL pointer or size 0");
+  Ref<Buffer> buffer = Ref<Buffer>::adopt(new Buffer);
+  {
+    ScopedContext scope(*device);
+    CUMEM_CU(cuMemHostRegister,
+             (ptr, size, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP),
+             "registering " + describe_bytes(size) + " of host memory");
+  }
+  Buffer& b = *buffer;
+  b.ptr_ = ptr;
+  b.size_ = size;
+  b.owner_ = Owner::registered;
+  b.info_.ptr = ptr;
+  b.info_.size = size;
+  b.info_.memory_kind = MemoryKind::pinned;
+  b.info_.device_accessible = true;
+  b.info_.host_accessible = true;
+  b.info_.owns_memory = false;
+  b.device_ = std::move(device);
+  return buffer;
+}
+
+Ref<Buffer> Buffer::slice(size_t offset, size_t length) {
+  ensure_open();
+  if (offset > size_ || length > size_ - offset)
+    fail(Status::out_of_range, "slice [" + std::to_string(offset) + ", " +
+                                   std::to_string(offset) + " + " + std::to_string(length) +
+                                   ") overruns the buffer of " + std::to_string(size_) + " bytes");
+  Ref<Buffer> view = Ref<Buffer>::adopt(new Buffer);
+  Buffer& s = *view;
+  s.ptr_ = ptr_ ? static_cast<char*>(ptr_) + offset : nullptr;
+  s.size_ = length;
+  s.owner_ = Owner::slice;
+  s.info_ = info_;
+  s.info_.ptr = s.ptr_;
+  s.info_.size = length;
+  s.info_.is_slice = true;
+  s.info_.owns_memory = false;
+  s.resource_ = resource_;
+  s.device_ = device_;
+  s.deallocation_stream_ = deallocation_stream_;
+  s.parent_ = Ref<Buffer>::share(this);
+  return view;
+}
+
+bool Buffer::closed() const noexcept {
+  for (const Buffer* b = this; b; b = b->parent_.get())
+    if (b->closed_.load(std::memory_order_acquire)) return true;
+  return false;
+}
+
+void Buffer::ensure_open() const {
+  if (closed_.load(std::memory_order_acquire))
+    fail(Status::buffer_closed, "the buffer was closed");
+  for (const Buffer* b = parent_.get(); b; b = b->parent_.get())
+    if (b->closed_.load(std::memory_order_acquire))
+      fail(Status::buffer_closed, "the buffer this slice views was closed");
+}
+
+BufferInfo Buffer::info() const {
+  ensure_open();
+  return info_;
+}
+
+void Buffer::set_deallocation_stream(Ref<Stream> stream) {
+  ensure_open();
+  deallocation_stream_ = std::move(stream);
+}
+
+void Buffer::close(const Stream* stream) {
+  ensure_open();
+  if (closed_.exchange(true, std::memory_order_acq_rel))
+    fail(Status::buffer_closed, "the buffer was closed");
+  free_memory(stream ? stream : deallocation_stream_.get());
+}
+
+void Buffer::free_memory(const Stream* stream) {
+  switch (owner_) {
+    case Owner::none:
+    case Owner::slice:
+      return;
+    case Owner::resource:
+      resource_->deallocate(ptr_, size_, stream);
+      return;
+    case Owner::callback:
+      if (stream) stream->synchronize();
+      if (release_) release_(ptr_, size_, user_data_);
+      return;
+    case Owner::registered: {
+      if (stream) stream->synchronize();
+      ScopedContext scope(*device_);
+      CUMEM_CU(cuMemHostUnregister, (ptr_), "unregistering " + describe_bytes(size_) + " of host memory");
+      return;
+    }
+  }
+}
+
+Buffer::~Buffer() {
+  if (closed_.load(std::memory_order_acquire)) return;
+  // A destructor cannot report: errors here are those close() would give.
+  try {
+    closed_.store(true, std::memory_order_release);
+    free_memory(deallocation_stream_.get());
+  } catch (...) {
+  }
+}
+
+}  // namespace cumem

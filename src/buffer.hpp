@@ -1,0 +1,90 @@
+// A span of memory with an owner: allocated from a resource, wrapped
+// (owned through a resource, or foreign with a release callback), host
+// memory registered with the driver, or a slice of another buffer.
+// Closing frees it ordered on a stream; a closed buffer refuses every
+// operation with Status::buffer_closed and never touches freed memory.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "object.hpp"
+#include "resources/resource.hpp"
+#include "stream.hpp"
+
+namespace cumem {
+
+struct BufferInfo {
+  int device_id = -1;
+  void* ptr = nullptr;
+  size_t size = 0;
+  MemoryKind memory_kind = MemoryKind::host;
+  bool device_accessible = false;
+  bool host_accessible = false;
+  bool is_slice = false;
+  bool owns_memory = false;
+};
+
+enum class Advice {
+  set_read_mostly = 1,
+  unset_read_mostly = 2,
+  set_preferred_location = 3,
+  unset_preferred_location = 4,
+  set_accessed_by = 5,
+  unset_accessed_by = 6,
+};
+
+using ReleaseFn = void (*)(void* ptr, size_t size, void* user_data);
+
+class Buffer : public Object {
+ public:
+  static Ref<Buffer> allocate(Ref<Resource> resource, size_t size, const Stream* stream);
+  static Ref<Buffer> wrap_owned(Ref<Resource> resource, void* ptr, size_t size);
+  static Ref<Buffer> wrap(void* ptr, size_t size, ReleaseFn release, void* user_data);
+  static Ref<Buffer> register_host(Ref<Device> device, void* ptr, size_t size);
+  Ref<Buffer> slice(size_t offset, size_t length);
+
+  // Throws buffer_closed once this buffer or a parent was closed.
+  void ensure_open() const;
+  bool closed() const noexcept;
+
+  void* ptr() const { ensure_open(); return ptr_; }
+  size_t size() const { ensure_open(); return size_; }
+  BufferInfo info() const;
+  // The owning resource (null for foreign and registered memory).
+  const Ref<Resource>& resource() const { ensure_open(); return resource_; }
+
+  void set_deallocation_stream(Ref<Stream> stream);
+  void close(const Stream* stream);
+
+  static void copy(Buffer& dst, size_t dst_offset, const Buffer& src, size_t src_offset,
+                   size_t length, const Stream* stream);
+  void fill(uint32_t value, uint32_t width, const Stream* stream);
+  void prefetch(Location location, const Stream* stream);
+  void advise(Advice advice, Location location);
+  void discard(const Stream* stream);
+
+ private:
+  // none: nothing to free (yet), as while a factory is still filling it in.
+  enum class Owner { none, resource, callback, registered, slice };
+  Buffer() : Object(Tag::buffer) {}
+  ~Buffer() override;
+  void free_memory(const Stream* stream);
+  // The device whose context driver calls on this memory use, or null.
+  const Device* context_device() const noexcept { return device_.get(); }
+  void require_managed(const char* operation) const;
+
+  void* ptr_ = nullptr;
+  size_t size_ = 0;
+  Owner owner_ = Owner::none;
+  BufferInfo info_;
+  Ref<Resource> resource_;
+  Ref<Buffer> parent_;
+  Ref<Device> device_;
+  Ref<Stream> deallocation_stream_;
+  ReleaseFn release_ = nullptr;
+  void* user_data_ = nullptr;
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace cumem

@@ -1,0 +1,171 @@
+// What buffers do with their memory: copies, fills and the managed-memory
+// operations.
+#include <cstdint>
+#include <cstring>
+
+#include "buffer.hpp"
+#include "driver/driver.hpp"
+#include "error.hpp"
+
+namespace cumem {
+namespace {
+
+const char* kind_name(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::host: return "host";
+    case MemoryKind::device: return "device";
+    case MemoryKind::pinned: return "pinned";
+    case MemoryKind::managed: return "managed";
+  }
+  return "unknown";
+}
+
+void check_region(const char* which, size_t offset, size_t length, size_t size) {
+  if (offset > size || length > size - offset)
+    fail(Status::out_of_range, std::string("the ") + which + " region [" + std::to_string(offset) +
+                                   ", " + std::to_string(offset) + " + " + std::to_string(length) +
+                                   ") overruns its buffer of " + std::to_string(size) + " bytes");
+}
+
+// The device whose context a driver call should use: the stream's, else
+// one of the buffers', else device 0 (kept alive by `holder`).
+const Device& pick_context(const Stream* stream, const Device* a, const Device* b,
+                           Ref<Device>& holder) {
+  if (stream) return stream->device();
+  if (a) return *a;
+  if (b) return *b;
+  holder = Device::get(0);
+  return *holder;
+}
+
+}  // namespace
+
+void Buffer::copy(Buffer& dst, size_t dst_offset, const Buffer& src, size_t src_offset,
+                  size_t length, const Stream* stream) {
+  dst.ensure_open();
+  src.ensure_open();
+  check_region("destination", dst_offset, length, dst.size_);
+  check_region("source", src_offset, length, src.size_);
+  if (length == 0) return;
+  char* d = static_cast<char*>(dst.ptr_) + dst_offset;
+  const char* s = static_cast<const char*>(src.ptr_) + src_offset;
+  const uintptr_t du = reinterpret_cast<uintptr_t>(d), su = reinterpret_cast<uintptr_t>(s);
+  if (du < su + length && su < du + length)
+    fail(Status::invalid_argument, "the source and destination regions overlap");
+  if (!dst.info_.device_accessible && !src.info_.device_accessible) {
+    // Pageable host memory on both sides: no driver needed.
+    if (stream) stream->synchronize();
+    std::memcpy(d, s, length);
+    return;
+  }
+  Ref<Device> holder;
+  ScopedContext scope(pick_context(stream, dst.context_device(), src.context_device(), holder));
+  CUMEM_CU(cuMemcpyAsync,
+           (reinterpret_cast<CUdeviceptr>(d), reinterpret_cast<CUdeviceptr>(s), length,
+            native_or_legacy(stream)),
+           "copying " + describe_bytes(length) + " from " + kind_name(src.info_.memory_kind) +
+               " to " + kind_name(dst.info_.memory_kind) + " memory");
+}
+
+void Buffer::fill(uint32_t value, uint32_t width, const Stream* stream) {
+  ensure_open();
+  if (width != 1 && width != 2 && width != 4)
+    fail(Status::invalid_argument,
+         "fill width " + std::to_string(width) + " must be 1, 2 or 4 bytes");
+  if (width < 4 && (value >> (8 * width)) != 0)
+    fail(Status::invalid_argument, "fill value " + std::to_string(value) + " does not fit in " +
+                                       std::to_string(width) + " byte" + (width == 1 ? "" : "s"));
+  if (size_ % width != 0)
+    fail(Status::size_mismatch, "the buffer's size " + std::to_string(size_) +
+                                    " is not a multiple of the fill width " + std::to_string(width));
+  if (size_ == 0) return;
+  if (!info_.device_accessible) {
+    if (stream) stream->synchronize();
+    char* p = static_cast<char*>(ptr_);
+    if (width == 1) {
+      std::memset(p, static_cast<int>(value), size_);
+    } else {
+      const uint16_t v16 = static_cast<uint16_t>(value);
+      for (size_t i = 0; i < size_; i += width)
+        std::memcpy(p + i, width == 2 ? static_cast<const void*>(&v16) : &value, width);
+    }
+    return;
+  }
+  if (reinterpret_cast<uintptr_t>(ptr_) % width != 0)
+    fail(Status::invalid_argument, "the buffer's address is not aligned to the fill width " +
+                                       std::to_string(width));
+  if (stream && info_.memory_kind == MemoryKind::device &&
+      info_.device_id != stream->device().ordinal())
+    fail(Status::wrong_device, "cannot fill memory of device " + std::to_string(info_.device_id) +
+                                   " on " + stream->describe());
+  Ref<Device> holder;
+  ScopedContext scope(pick_context(stream, context_device(), nullptr, holder));
+  const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr_);
+  const size_t count = size_ / width;
+  const CUstream s = native_or_legacy(stream);
+  const std::string what = "filling " + describe_bytes(size_) + " of " +
+                           kind_name(info_.memory_kind) + " memory";
+  if (width == 1)
+    CUMEM_CU(cuMemsetD8Async, (p, static_cast<unsigned char>(value), count, s), what);
+  else if (width == 2)
+    CUMEM_CU(cuMemsetD16Async, (p, static_cast<unsigned short>(value), count, s), what);
+  else
+    CUMEM_CU(cuMemsetD32Async, (p, value, count, s), what);
+}
+
+void Buffer::require_managed(const char* operation) const {
+  ensure_open();
+  if (info_.memory_kind != MemoryKind::managed)
+    fail(Status::invalid_argument, std::string(operation) + " applies to managed memory; this is " +
+                                       kind_name(info_.memory_kind) + " memory");
+}
+
+void Buffer::prefetch(Location location, const Stream* stream) {
+  require_managed("prefetch");
+  switch (location.type) {
+    case LocationType::device:
+      if (location.id < 0 || location.id >= Device::count())
+        fail(Status::invalid_argument,
+             "cannot prefetch to device " + std::to_string(location.id) + ": no such device");
+      break;
+    case LocationType::host:
+    case LocationType::host_numa:
+    case LocationType::host_numa_current:
+      break;
+    default:
+      fail(Status::invalid_argument, "cannot prefetch to " + describe(location));
+  }
+  if (size_ == 0) return;
+  Ref<Device> holder;
+  ScopedContext scope(pick_context(stream, context_device(), nullptr, holder));
+  CUMEM_CU(cuMemPrefetchAsync,
+           (reinterpret_cast<CUdeviceptr>(ptr_), size_, to_cu(location), 0, native_or_legacy(stream)),
+           "prefetching " + describe_bytes(size_) + " of managed memory to " + describe(location));
+}
+
+void Buffer::advise(Advice advice, Location location) {
+  require_managed("advise");
+  if (static_cast<int>(advice) < 1 || static_cast<int>(advice) > 6)
+    fail(Status::invalid_argument, "unknown advice " + std::to_string(static_cast<int>(advice)));
+  if (size_ == 0) return;
+  Ref<Device> holder;
+  ScopedContext scope(pick_context(nullptr, context_device(), nullptr, holder));
+  CUMEM_CU(cuMemAdvise,
+           (reinterpret_cast<CUdeviceptr>(ptr_), size_, static_cast<CUmem_advise>(advice),
+            to_cu(location)),
+           "advising " + describe_bytes(size_) + " of managed memory (advice " +
+               std::to_string(static_cast<int>(advice)) + ", " + describe(location) + ")");
+}
+
+void Buffer::discard(const Stream* stream) {
+  require_managed("discard");
+  if (size_ == 0) return;
+  Ref<Device> holder;
+  ScopedContext scope(pick_context(stream, context_device(), nullptr, holder));
+  CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr_);
+  size_t size = size_;
+  CUMEM_CU(cuMemDiscardBatchAsync, (&p, &size, 1, 0, native_or_legacy(stream)),
+           "discarding " + describe_bytes(size_) + " of managed memory");
+}
+
+}  // namespace cumem

@@ -1,0 +1,51 @@
+// Pinned host memory from cuMemHostAlloc: synchronous, usable by every
+// device (portable) and mapped into the device address space.
+#include "../driver/driver.hpp"
+#include "../error.hpp"
+#include "resource.hpp"
+
+namespace cumem {
+namespace {
+
+class LegacyPinnedResource final : public Resource {
+ public:
+  explicit LegacyPinnedResource(Ref<Device> device) : Resource(std::move(device), properties()) {}
+  std::string describe() const override {
+    return "legacy pinned resource (cuMemHostAlloc) of " + device_->describe();
+  }
+
+ protected:
+  void* do_allocate(size_t size, const Stream*) override {
+    ScopedContext scope(*device_);
+    void* p = nullptr;
+    CUMEM_CU(cuMemHostAlloc, (&p, size, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+             "allocating " + describe_bytes(size) + " with cuMemHostAlloc");
+    return p;
+  }
+  void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
+    // Synchronous free: wait for the work that may still use the memory.
+    if (stream) stream->synchronize();
+    ScopedContext scope(*device_);
+    if (!stream) CUMEM_CU(cuStreamSynchronize, (CU_STREAM_LEGACY), "waiting before cuMemFreeHost");
+    CUMEM_CU(cuMemFreeHost, (ptr), "freeing " + describe_bytes(size) + " with cuMemFreeHost");
+  }
+
+ private:
+  static ResourceProperties properties() {
+    ResourceProperties p;
+    p.kind = ResourceKind::legacy_pinned;
+    p.memory_kind = MemoryKind::pinned;
+    p.device_accessible = true;
+    p.host_accessible = true;
+    p.device_id = -1;
+    return p;
+  }
+};
+
+}  // namespace
+
+Ref<Resource> create_legacy_pinned_resource(Ref<Device> device) {
+  return Ref<Resource>::adopt(new LegacyPinnedResource(std::move(device)));
+}
+
+}  // namespace cumem

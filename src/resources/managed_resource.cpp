@@ -1,0 +1,137 @@
+// Unified (managed) memory with a preferred location: from the managed
+// cuMemPool of CUDA 13+ drivers, else cuMemAllocManaged. Allocations larger
+// than the device's free memory are refused: oversubscribing managed memory
+// can stall the GPU.
+#include "../driver/driver.hpp"
+#include "../error.hpp"
+#include "pool_resource.hpp"
+
+namespace cumem {
+namespace {
+
+ResourceProperties managed_properties(const Device& device, bool pool) {
+  ResourceProperties p;
+  p.kind = ResourceKind::managed;
+  p.memory_kind = MemoryKind::managed;
+  p.device_accessible = true;
+  p.host_accessible = true;
+  p.device_id = device.ordinal();
+  p.stream_ordered = pool;
+  p.is_pool = pool;
+  return p;
+}
+
+void check_fits(const Device& device, size_t size) {
+  uint64_t free_bytes = 0, total = 0;
+  device.memory_info(free_bytes, total);
+  if (size > free_bytes)
+    fail(Status::out_of_memory, "managed allocations are limited to the device's free memory (" +
+                                    describe_bytes(free_bytes) + " on " + device.describe() +
+                                    ") so that they cannot oversubscribe it");
+}
+
+// cuMemAllocManaged with the preferred location advised on each allocation.
+class ManagedAllocResource final : public Resource {
+ public:
+  ManagedAllocResource(Ref<Device> device, const ResourceProperties& props, Location preferred)
+      : Resource(std::move(device), props), preferred_(preferred) {}
+  std::string describe() const override {
+    return "managed resource (cuMemAllocManaged) of " + device_->describe() +
+           ", preferring " + cumem::describe(preferred_);
+  }
+
+ protected:
+  void* do_allocate(size_t size, const Stream*) override {
+    check_fits(*device_, size);
+    ScopedContext scope(*device_);
+    CUdeviceptr ptr = 0;
+    CUMEM_CU(cuMemAllocManaged, (&ptr, size, CU_MEM_ATTACH_GLOBAL),
+             "allocating " + describe_bytes(size) + " of managed memory");
+    if (preferred_.type != LocationType::none) {
+      const CUresult r = CUMEM_CU_RESULT(
+          cuMemAdvise, (ptr, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, to_cu(preferred_)));
+      if (r != CUDA_SUCCESS) {
+        driver::get().cuMemFree_fn(ptr);
+        driver::check(r, "cuMemAdvise", "setting the preferred location of managed memory");
+      }
+    }
+    return reinterpret_cast<void*>(ptr);
+  }
+  void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
+    if (stream) stream->synchronize();
+    ScopedContext scope(*device_);
+    if (!stream) CUMEM_CU(cuStreamSynchronize, (CU_STREAM_LEGACY), "waiting before cuMemFree");
+    CUMEM_CU(cuMemFree, (reinterpret_cast<CUdeviceptr>(ptr)),
+             "freeing " + describe_bytes(size) + " of managed memory");
+  }
+
+ private:
+  Location preferred_;
+};
+
+// The managed pool, with the same free-memory guard.
+class ManagedPoolResource final : public Resource {
+ public:
+  ManagedPoolResource(Ref<Device> device, Ref<Resource> pool)
+      : Resource(std::move(device), managed_properties(*pool->device(), true)),
+        pool_(std::move(pool)) {}
+  CUmemoryPool pool() const noexcept override { return pool_->pool(); }
+  std::string describe() const override { return pool_->describe(); }
+
+ protected:
+  void* do_allocate(size_t size, const Stream* stream) override {
+    check_fits(*device_, size);
+    return pool_->allocate(size, stream);
+  }
+  void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
+    pool_->deallocate(ptr, size, stream);
+  }
+
+ private:
+  Ref<Resource> pool_;
+};
+
+}  // namespace
+
+Ref<Resource> create_managed_resource(Ref<Device> device, Location preferred, bool use_pool) {
+  if (device->attribute(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY) == 0)
+    fail(Status::not_supported, device->describe() + " does not support managed memory");
+  switch (preferred.type) {
+    case LocationType::none:
+    case LocationType::host:
+    case LocationType::host_numa:
+      break;
+    case LocationType::device: {
+      const int n = Device::count();
+      if (preferred.id < 0 || preferred.id >= n)
+        fail(Status::invalid_argument, "preferred location device " +
+                                           std::to_string(preferred.id) + " does not exist");
+      break;
+    }
+    default:
+      fail(Status::invalid_argument,
+           "the preferred location of managed memory must be none, a device, the host or a "
+           "host NUMA node, not " + describe(preferred));
+  }
+  const auto& drv = driver::get();
+  if (use_pool && drv.cuMemGetDefaultMemPool_fn) {
+    ScopedContext scope(*device);
+    CUmemLocation location = to_cu(preferred);
+    CUmemoryPool pool = nullptr;
+    // Drivers or devices without managed pools answer with an error: fall
+    // back to cuMemAllocManaged then.
+    if (drv.cuMemGetDefaultMemPool_fn(&pool, &location, CU_MEM_ALLOCATION_TYPE_MANAGED) ==
+            CUDA_SUCCESS &&
+        pool) {
+      set_release_threshold(pool, UINT64_MAX);
+      Ref<Resource> inner = Ref<Resource>::adopt(new PoolResource(
+          device, managed_properties(*device, true), pool, false,
+          "managed pool preferring " + describe(preferred)));
+      return Ref<Resource>::adopt(new ManagedPoolResource(device, std::move(inner)));
+    }
+  }
+  const ResourceProperties props = managed_properties(*device, false);
+  return Ref<Resource>::adopt(new ManagedAllocResource(std::move(device), props, preferred));
+}
+
+}  // namespace cumem

@@ -1,0 +1,69 @@
+// Pinned host memory from a host-located cuMemPool (CUDA 12.6+ drivers).
+#include "../driver/driver.hpp"
+#include "../error.hpp"
+#include "pool_resource.hpp"
+
+namespace cumem {
+
+Ref<Resource> create_pinned_resource(Ref<Device> device, const PoolOptions& options) {
+  const auto& drv = driver::get();
+  if (drv.driver_version < 12060)
+    fail(Status::not_supported,
+         "pinned memory pools need a CUDA 12.6 driver or newer; the installed driver is CUDA " +
+             std::to_string(drv.driver_version / 1000) + "." +
+             std::to_string((drv.driver_version % 1000) / 10));
+  if (options.use_default_pool && (options.max_size != 0 || options.ipc_enabled))
+    fail(Status::invalid_argument,
+         "max_size and ipc_enabled apply to new pools only; set use_default_pool to false");
+
+  // Pools on plain CU_MEM_LOCATION_TYPE_HOST cannot do IPC: they need a node.
+  int numa = options.host_numa_id;
+  if (options.ipc_enabled && numa < 0) {
+    numa = device->properties().host_numa_id;
+    if (numa < 0)
+      fail(Status::not_supported,
+           "IPC-enabled pinned pools need a host NUMA node, and this system reports none");
+  }
+  CUmemLocation location{};
+  location.type = numa >= 0 ? CU_MEM_LOCATION_TYPE_HOST_NUMA : CU_MEM_LOCATION_TYPE_HOST;
+  location.id = numa >= 0 ? numa : 0;
+  const std::string where = numa >= 0 ? "host NUMA node " + std::to_string(numa) : "the host";
+
+  ResourceProperties props;
+  props.kind = ResourceKind::pinned;
+  props.memory_kind = MemoryKind::pinned;
+  props.device_accessible = true;
+  props.host_accessible = true;
+  props.device_id = -1;
+  props.stream_ordered = true;
+  props.is_pool = true;
+  props.ipc_enabled = options.ipc_enabled;
+
+  ScopedContext scope(*device);
+  CUmemoryPool pool = nullptr;
+  bool owned = false;
+  std::string name;
+  if (options.use_default_pool && drv.cuMemGetDefaultMemPool_fn) {
+    CUMEM_CU(cuMemGetDefaultMemPool, (&pool, &location, CU_MEM_ALLOCATION_TYPE_PINNED),
+             "getting the default pinned pool of " + where);
+    name = "default pinned pool of " + where;
+  } else {
+    CUmemPoolProps pp{};
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.handleTypes = options.ipc_enabled ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+                                         : CU_MEM_HANDLE_TYPE_NONE;
+    pp.location = location;
+    pp.maxSize = static_cast<size_t>(options.max_size);
+    CUMEM_CU(cuMemPoolCreate, (&pool, &pp), "creating a pinned memory pool on " + where);
+    owned = true;
+    name = "pinned pool of " + where;
+  }
+  Ref<Resource> resource =
+      Ref<Resource>::adopt(new PoolResource(device, props, pool, owned, name));
+  set_release_threshold(pool, options.release_threshold);
+  // Host pools are only host-accessible at first; the device must be granted.
+  resource->set_pool_access(*device, true);
+  return resource;
+}
+
+}  // namespace cumem
