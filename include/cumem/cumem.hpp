@@ -1,2 +1,809 @@
-#pragma once
+// libcumem C++ facade: inline, header-only, over <cumem/cumem.h> alone.
+//
+// Every handle type of the C API has a move-only owner one pointer wide
+// (Device, Stream, Event, Resource, Buffer, Program, Library, Kernel): get(),
+// release(), explicit operator bool, share() for an explicit extra reference,
+// adopt(raw) to take ownership of a raw handle and retain(raw) to add one.
+// Failing C calls throw cumem::Error (a std::system_error) carrying the status
+// and the library's message.
+//
+// Methods are const: an owner's constness is about which handle it holds, not
+// about the object behind it (as for const std::shared_ptr<T>). Optional
+// stream arguments are a StreamRef: a Stream, a const Stream*, or nothing
+// (nullptr, {}) for the legacy default stream of the device concerned.
+#ifndef CUMEM_CUMEM_HPP
+#define CUMEM_CUMEM_HPP
+
 #include <cumem/cumem.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace cumem {
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+// The std::error_category of cumem_status_t values; messages are the names.
+class ErrorCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "cumem"; }
+  std::string message(int value) const override {
+    return cumem_status_string(static_cast<cumem_status_t>(value));
+  }
+};
+
+inline const std::error_category& error_category() noexcept {
+  static const ErrorCategory category;
+  return category;
+}
+
+inline std::error_code make_error_code(cumem_status_t status) noexcept {
+  return std::error_code(static_cast<int>(status), error_category());
+}
+
+// A failed libcumem call: what() holds the library's message for it.
+class Error : public std::system_error {
+ public:
+  Error(cumem_status_t status, const std::string& message)
+      : std::system_error(make_error_code(status), message), status_(status) {}
+  cumem_status_t status() const noexcept { return status_; }
+
+ private:
+  cumem_status_t status_;
+};
+
+// The Error for `status`, with this thread's last message (read at once:
+// any later libcumem call may overwrite it).
+inline Error last_error(cumem_status_t status) {
+  return Error(status, cumem_last_error_message());
+}
+
+// Throws cumem::Error unless `status` is CUMEM_SUCCESS.
+inline void check(cumem_status_t status) {
+  if (status != CUMEM_SUCCESS) throw last_error(status);
+}
+
+inline uint32_t version() noexcept { return cumem_version(); }
+inline const char* status_string(cumem_status_t status) noexcept {
+  return cumem_status_string(status);
+}
+inline std::string last_error_message() { return cumem_last_error_message(); }
+// The CUDA driver version, e.g. 13000 for 13.0.
+inline int32_t driver_version() {
+  int32_t v = 0;
+  check(cumem_driver_version(&v));
+  return v;
+}
+
+// Defaults of the C option and out structs, for editing in C++ code.
+inline cumem_stream_options_t stream_options() noexcept { return CUMEM_STREAM_OPTIONS_INIT; }
+inline cumem_event_options_t event_options() noexcept { return CUMEM_EVENT_OPTIONS_INIT; }
+inline cumem_host_resource_options_t host_resource_options() noexcept {
+  return CUMEM_HOST_RESOURCE_OPTIONS_INIT;
+}
+inline cumem_pool_options_t pool_options() noexcept { return CUMEM_POOL_OPTIONS_INIT; }
+inline cumem_managed_resource_options_t managed_resource_options() noexcept {
+  return CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
+}
+inline cumem_program_options_t program_options() noexcept { return CUMEM_PROGRAM_OPTIONS_INIT; }
+
+// Memory locations (for managed resources, prefetch and advise).
+namespace location {
+inline cumem_location_t none() noexcept { return {CUMEM_LOCATION_NONE, 0}; }
+inline cumem_location_t device(int32_t ordinal) noexcept { return {CUMEM_LOCATION_DEVICE, ordinal}; }
+inline cumem_location_t host() noexcept { return {CUMEM_LOCATION_HOST, 0}; }
+inline cumem_location_t host_numa(int32_t node) noexcept { return {CUMEM_LOCATION_HOST_NUMA, node}; }
+inline cumem_location_t host_numa_current() noexcept {
+  return {CUMEM_LOCATION_HOST_NUMA_CURRENT, 0};
+}
+}  // namespace location
+
+// ---------------------------------------------------------------------------
+// The owner template
+// ---------------------------------------------------------------------------
+
+namespace detail {
+
+// Move-only owner of one reference to a C handle. Derived is the facade type.
+template <class Derived, class T, cumem_status_t (*Retain)(T*), void (*Release)(T*)>
+class Handle {
+ public:
+  using native_handle_type = T*;
+
+  Handle() noexcept = default;
+  // Takes ownership of one reference to `raw` (which may be NULL).
+  explicit Handle(T* raw) noexcept : handle_(raw) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle(Handle&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  Handle& operator=(Handle&& other) noexcept {
+    if (this != &other) reset(std::exchange(other.handle_, nullptr));
+    return *this;
+  }
+  ~Handle() { Release(handle_); }
+
+  // Takes ownership of one reference to `raw`.
+  static Derived adopt(T* raw) noexcept { return Derived(raw); }
+  // Adds a reference to `raw` (owned by someone else) and owns that one.
+  static Derived retain(T* raw) {
+    if (raw) check(Retain(raw));
+    return Derived(raw);
+  }
+
+  T* get() const noexcept { return handle_; }
+  // Gives up ownership: the caller must cumem_X_release the result.
+  T* release() noexcept { return std::exchange(handle_, nullptr); }
+  // Releases the handle held and owns `raw` instead.
+  void reset(T* raw = nullptr) noexcept { Release(std::exchange(handle_, raw)); }
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+  // A second owner of the same object (an empty owner for an empty one).
+  Derived share() const { return retain(handle_); }
+
+ private:
+  T* handle_ = nullptr;
+};
+
+// Keeps a template parameter out of deduction.
+template <class T>
+struct identity {
+  using type = T;
+};
+
+// Calls a C function with one out-parameter and returns the result.
+template <class Out, class Fn, class... In>
+Out out(Fn fn, In... in) {
+  Out result{};
+  check(fn(in..., &result));
+  return result;
+}
+
+}  // namespace detail
+
+class Buffer;
+
+// ---------------------------------------------------------------------------
+// Devices
+// ---------------------------------------------------------------------------
+
+struct MemoryInfo {
+  uint64_t free = 0;   // bytes
+  uint64_t total = 0;  // bytes
+};
+
+struct PriorityRange {
+  int32_t least = 0;     // lowest priority, numerically greatest
+  int32_t greatest = 0;  // highest priority, numerically lowest
+};
+
+class Device : public detail::Handle<Device, cumem_device_t, cumem_device_retain,
+                                     cumem_device_release> {
+ public:
+  using Handle::Handle;
+  using Handle::get;  // not hidden by the static get(ordinal)
+
+  // Number of CUDA devices (0 when the driver sees none).
+  static int32_t count() { return detail::out<int32_t>(cumem_device_count); }
+  // The device of `ordinal` (the same object on every call).
+  static Device get(int32_t ordinal) {
+    return Device(detail::out<cumem_device_t*>(cumem_device_get, ordinal));
+  }
+
+  int32_t ordinal() const {
+    return detail::out<int32_t>(cumem_device_ordinal, get());
+  }
+  cumem_device_properties_t properties() const {
+    cumem_device_properties_t p = CUMEM_DEVICE_PROPERTIES_INIT;
+    check(cumem_device_get_properties(get(), &p));
+    return p;
+  }
+  std::string name() const { return properties().name; }
+  // Any CUdevice_attribute by its numeric value.
+  int32_t attribute(int32_t attribute) const {
+    return detail::out<int32_t>(cumem_device_get_attribute,
+                                get(), attribute);
+  }
+  void set_current() const { check(cumem_device_set_current(get())); }
+  void synchronize() const { check(cumem_device_synchronize(get())); }
+  MemoryInfo memory_info() const {
+    MemoryInfo m;
+    check(cumem_device_memory_info(get(), &m.free, &m.total));
+    return m;
+  }
+  bool can_access_peer(const Device& peer) const {
+    cumem_bool_t b = CUMEM_FALSE;
+    check(cumem_device_can_access_peer(get(), peer.get(), &b));
+    return b != CUMEM_FALSE;
+  }
+  void enable_peer_access(const Device& peer) const {
+    check(cumem_device_enable_peer_access(get(), peer.get()));
+  }
+  PriorityRange stream_priority_range() const {
+    PriorityRange r;
+    check(cumem_device_stream_priority_range(get(), &r.least, &r.greatest));
+    return r;
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Streams and events
+// ---------------------------------------------------------------------------
+
+class Event;
+
+class Stream : public detail::Handle<Stream, cumem_stream_t, cumem_stream_retain,
+                                     cumem_stream_release> {
+ public:
+  using Handle::Handle;
+
+  // A new stream owned by the handle; defaults: non-blocking, priority 0.
+  static Stream create(const Device& device) { return create_impl(device, nullptr); }
+  static Stream create(const Device& device, const cumem_stream_options_t& options) {
+    return create_impl(device, &options);
+  }
+  // Wraps a CUstream made elsewhere; it stays the caller's to destroy.
+  static Stream wrap(const Device& device, void* native_stream) {
+    cumem_stream_t* s = nullptr;
+    check(cumem_stream_wrap(device.get(), native_stream, &s));
+    return Stream(s);
+  }
+  static Stream legacy_default(const Device& device) {
+    return Stream(detail::out<cumem_stream_t*>(cumem_stream_legacy_default,
+                                               device.get()));
+  }
+  static Stream per_thread_default(const Device& device) {
+    return Stream(detail::out<cumem_stream_t*>(cumem_stream_per_thread_default,
+                                               device.get()));
+  }
+
+  // The CUstream, valid while this stream lives.
+  void* native() const { return detail::out<void*>(cumem_stream_native, get()); }
+  Device device() const { return Device(detail::out<cumem_device_t*>(cumem_stream_device, get())); }
+  int32_t priority() const { return detail::out<int32_t>(cumem_stream_priority, get()); }
+  void synchronize() const { check(cumem_stream_synchronize(get())); }
+  // Whether all queued work has finished (never blocks).
+  bool query() const { return detail::out<cumem_bool_t>(cumem_stream_query, get()) != CUMEM_FALSE; }
+  // Later work on this stream waits for the last record of `event`.
+  void wait(const Event& event) const;
+  // Later work on this stream waits for the work queued on `other` so far.
+  void wait(const Stream& other) const { check(cumem_stream_wait_stream(get(), other.get())); }
+
+ private:
+  static Stream create_impl(const Device& device, const cumem_stream_options_t* options) {
+    cumem_stream_t* s = nullptr;
+    check(cumem_stream_create(device.get(), options, &s));
+    return Stream(s);
+  }
+};
+
+// A non-owning, optional stream argument: NULL means the legacy default
+// stream of the device concerned.
+class StreamRef {
+ public:
+  constexpr StreamRef() noexcept = default;
+  constexpr StreamRef(std::nullptr_t) noexcept {}
+  StreamRef(const Stream& stream) noexcept : stream_(stream.get()) {}
+  StreamRef(const Stream* stream) noexcept : stream_(stream ? stream->get() : nullptr) {}
+  explicit StreamRef(const cumem_stream_t* raw) noexcept : stream_(raw) {}
+  const cumem_stream_t* get() const noexcept { return stream_; }
+
+ private:
+  const cumem_stream_t* stream_ = nullptr;
+};
+
+class Event : public detail::Handle<Event, cumem_event_t, cumem_event_retain,
+                                    cumem_event_release> {
+ public:
+  using Handle::Handle;
+
+  // Default options: no timing, spinning synchronisation.
+  static Event create(const Device& device) { return create_impl(device, nullptr); }
+  static Event create(const Device& device, const cumem_event_options_t& options) {
+    return create_impl(device, &options);
+  }
+  // An event with timing enabled, for elapsed_ms.
+  static Event create_timed(const Device& device) {
+    cumem_event_options_t o = CUMEM_EVENT_OPTIONS_INIT;
+    o.enable_timing = CUMEM_TRUE;
+    return create_impl(device, &o);
+  }
+
+  void record(StreamRef stream = {}) const { check(cumem_event_record(get(), stream.get())); }
+  void synchronize() const { check(cumem_event_synchronize(get())); }
+  bool query() const {
+    return detail::out<cumem_bool_t>(cumem_event_query, get()) !=
+           CUMEM_FALSE;
+  }
+  // Milliseconds between two recorded, completed timing events.
+  static float elapsed_ms(const Event& start, const Event& end) {
+    float ms = 0.0f;
+    check(cumem_event_elapsed_ms(start.get(), end.get(), &ms));
+    return ms;
+  }
+  void* native() const {
+    return detail::out<void*>(cumem_event_native, get());
+  }
+
+ private:
+  static Event create_impl(const Device& device, const cumem_event_options_t* options) {
+    cumem_event_t* e = nullptr;
+    check(cumem_event_create(device.get(), options, &e));
+    return Event(e);
+  }
+};
+
+inline void Stream::wait(const Event& event) const {
+  check(cumem_stream_wait_event(get(), event.get()));
+}
+
+// ---------------------------------------------------------------------------
+// Memory resources
+// ---------------------------------------------------------------------------
+
+class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resource_retain,
+                                       cumem_resource_release> {
+ public:
+  using Handle::Handle;
+
+  // Pageable host memory; works without a driver. Default alignment 64.
+  static Resource host() { return host_impl(nullptr); }
+  static Resource host(const cumem_host_resource_options_t& options) { return host_impl(&options); }
+  // Stream-ordered device memory; default: the device's default pool.
+  static Resource device(const Device& device) { return make(cumem_device_resource_create, device, nullptr); }
+  static Resource device(const Device& device, const cumem_pool_options_t& options) {
+    return make(cumem_device_resource_create, device, &options);
+  }
+  // Stream-ordered pinned host memory from a host-located pool.
+  static Resource pinned(const Device& device) { return make(cumem_pinned_resource_create, device, nullptr); }
+  static Resource pinned(const Device& device, const cumem_pool_options_t& options) {
+    return make(cumem_pinned_resource_create, device, &options);
+  }
+  // Pinned host memory from cuMemHostAlloc (synchronous).
+  static Resource legacy_pinned(const Device& device) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_legacy_pinned_resource_create(device.get(), &r));
+    return Resource(r);
+  }
+  // Unified memory for `device`.
+  static Resource managed(const Device& device) {
+    return make(cumem_managed_resource_create, device, nullptr);
+  }
+  static Resource managed(const Device& device, const cumem_managed_resource_options_t& options) {
+    return make(cumem_managed_resource_create, device, &options);
+  }
+
+  // `size` bytes ordered on `stream` (size 0: an empty buffer).
+  Buffer allocate(size_t size, StreamRef stream = {}) const;
+  // The raw pair: no buffer object; give the pointer back with its size.
+  void* allocate_raw(size_t size, StreamRef stream = {}) const {
+    void* p = nullptr;
+    check(cumem_resource_allocate_raw(get(), size, stream.get(), &p));
+    return p;
+  }
+  void deallocate_raw(void* ptr, size_t size, StreamRef stream = {}) const {
+    check(cumem_resource_deallocate_raw(get(), ptr, size, stream.get()));
+  }
+
+  cumem_resource_properties_t properties() const {
+    cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
+    check(cumem_resource_get_properties(get(), &p));
+    return p;
+  }
+  cumem_resource_kind_t kind() const { return properties().kind; }
+  cumem_resource_statistics_t statistics() const {
+    cumem_resource_statistics_t s = CUMEM_RESOURCE_STATISTICS_INIT;
+    check(cumem_resource_get_statistics(get(), &s));
+    return s;
+  }
+  // Sets peak_bytes_in_use to the current bytes_in_use.
+  void reset_peak() const { check(cumem_resource_reset_peak(get())); }
+
+  // The pool_* calls throw CUMEM_ERROR_NOT_SUPPORTED unless properties().is_pool.
+  cumem_pool_attributes_t pool_attributes() const {
+    cumem_pool_attributes_t a = CUMEM_POOL_ATTRIBUTES_INIT;
+    check(cumem_resource_pool_get_attributes(get(), &a));
+    return a;
+  }
+  // Sets the reuse flags and the release threshold.
+  void set_pool_attributes(const cumem_pool_attributes_t& attributes) const {
+    check(cumem_resource_pool_set_attributes(get(), &attributes));
+  }
+  void pool_reset_highs() const { check(cumem_resource_pool_reset_highs(get())); }
+  void pool_trim(uint64_t min_bytes_to_keep) const {
+    check(cumem_resource_pool_trim(get(), min_bytes_to_keep));
+  }
+  void pool_set_access(const Device& peer, bool read_write) const {
+    check(cumem_resource_pool_set_access(get(), peer.get(), read_write ? CUMEM_TRUE : CUMEM_FALSE));
+  }
+  bool pool_get_access(const Device& peer) const {
+    cumem_bool_t b = CUMEM_FALSE;
+    check(cumem_resource_pool_get_access(get(), peer.get(), &b));
+    return b != CUMEM_FALSE;
+  }
+  // The CUmemoryPool, valid while this resource lives.
+  void* pool_native() const {
+    return detail::out<void*>(cumem_resource_pool_native, get());
+  }
+
+ private:
+  static Resource host_impl(const cumem_host_resource_options_t* options) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_host_resource_create(options, &r));
+    return Resource(r);
+  }
+  template <class Options>
+  static Resource make(cumem_status_t (*create)(const cumem_device_t*, const Options*,
+                                                cumem_resource_t**),
+                       const Device& device, typename detail::identity<const Options*>::type options) {
+    cumem_resource_t* r = nullptr;
+    check(create(device.get(), options, &r));
+    return Resource(r);
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Buffers
+// ---------------------------------------------------------------------------
+
+namespace detail {
+
+// Runs and then deletes the C++ callable of Buffer::wrap, exactly once.
+template <class Fn>
+void release_trampoline(void* ptr, size_t size, void* user_data) noexcept {
+  std::unique_ptr<Fn> fn(static_cast<Fn*>(user_data));
+  if constexpr (std::is_invocable_v<Fn&, void*, size_t>) {
+    (*fn)(ptr, size);
+  } else {
+    (*fn)();
+  }
+}
+
+// The bits cumem_buffer_fill takes for a value of T (1, 2 or 4 bytes).
+template <class T>
+uint32_t fill_bits(const T& value) noexcept {
+  static_assert(std::is_trivially_copyable_v<T>, "fill values must be trivially copyable");
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4,
+                "cumem_buffer_fill takes 1-, 2- or 4-byte values");
+  using Bits = std::conditional_t<sizeof(T) == 1, uint8_t,
+                                  std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>>;
+  Bits bits;
+  std::memcpy(&bits, &value, sizeof(T));
+  return bits;
+}
+
+}  // namespace detail
+
+class Buffer : public detail::Handle<Buffer, cumem_buffer_t, cumem_buffer_retain,
+                                     cumem_buffer_release> {
+ public:
+  using Handle::Handle;
+
+  // Takes ownership of [ptr, ptr+size) allocated from `resource`.
+  static Buffer wrap_owned(const Resource& resource, void* ptr, size_t size) {
+    cumem_buffer_t* b = nullptr;
+    check(cumem_buffer_wrap_owned(resource.get(), ptr, size, &b));
+    return Buffer(b);
+  }
+  // Wraps memory libcumem does not own; nothing runs when it is closed.
+  static Buffer wrap(void* ptr, size_t size) { return wrap(ptr, size, nullptr, nullptr); }
+  // Wraps foreign memory with the C callback `release_fn(ptr, size, user_data)`.
+  static Buffer wrap(void* ptr, size_t size, cumem_release_fn release_fn, void* user_data) {
+    cumem_buffer_t* b = nullptr;
+    check(cumem_buffer_wrap(ptr, size, release_fn, user_data, &b));
+    return Buffer(b);
+  }
+  // Wraps foreign memory; `release(ptr, size)` or `release()` runs once when
+  // the buffer is closed or last released. It must not throw.
+  template <class F, class Fn = std::decay_t<F>,
+            class = std::enable_if_t<std::is_invocable_v<Fn&, void*, size_t> ||
+                                     std::is_invocable_v<Fn&>>>
+  static Buffer wrap(void* ptr, size_t size, F&& release) {
+    auto fn = std::make_unique<Fn>(std::forward<F>(release));
+    cumem_buffer_t* b = nullptr;
+    const cumem_status_t s =
+        cumem_buffer_wrap(ptr, size, &detail::release_trampoline<Fn>, fn.get(), &b);
+    if (s != CUMEM_SUCCESS) {
+      Error error = last_error(s);  // before the callable's destructor can call libcumem
+      fn.reset();
+      throw error;
+    }
+    fn.release();  // the trampoline deletes it
+    return Buffer(b);
+  }
+  // Page-locks existing host memory; closing unregisters it.
+  static Buffer register_host(const Device& device, void* ptr, size_t size) {
+    cumem_buffer_t* b = nullptr;
+    check(cumem_buffer_register_host(device.get(), ptr, size, &b));
+    return Buffer(b);
+  }
+
+  // The start of the memory (nullptr for size 0).
+  void* ptr() const { return detail::out<void*>(cumem_buffer_ptr, get()); }
+  template <class T>
+  T* data() const { return static_cast<T*>(ptr()); }
+  size_t size() const { return detail::out<size_t>(cumem_buffer_size, get()); }
+  // The resource the memory came from; empty for wrapped foreign memory.
+  Resource resource() const {
+    return Resource(detail::out<cumem_resource_t*>(cumem_buffer_resource, get()));
+  }
+  // Device ordinal of the memory, -1 when not tied to a device.
+  int32_t device_id() const { return detail::out<int32_t>(cumem_buffer_device_id, get()); }
+  cumem_buffer_info_t info() const {
+    cumem_buffer_info_t i = CUMEM_BUFFER_INFO_INIT;
+    check(cumem_buffer_get_info(get(), &i));
+    return i;
+  }
+  bool is_closed() const {
+    return detail::out<cumem_bool_t>(cumem_buffer_is_closed, get()) != CUMEM_FALSE;
+  }
+
+  // The stream that frees the buffer on close() without a stream or on the
+  // last release; {} resets it to none (cumem_buffer_set_deallocation_stream).
+  void set_deallocation_stream(StreamRef stream) const {
+    check(cumem_buffer_set_deallocation_stream(get(), stream.get()));
+  }
+  // Frees the memory ordered on `stream` ({}: the deallocation stream). The
+  // owner stays valid; calls other than is_closed then throw BUFFER_CLOSED.
+  void close(StreamRef stream = {}) const { check(cumem_buffer_close(get(), stream.get())); }
+
+  // Whole-buffer copies (sizes must match), ordered on `stream`.
+  void copy_to(const Buffer& dst, StreamRef stream = {}) const {
+    check(cumem_buffer_copy_to(get(), dst.get(), stream.get()));
+  }
+  void copy_from(const Buffer& src, StreamRef stream = {}) const {
+    check(cumem_buffer_copy_from(get(), src.get(), stream.get()));
+  }
+  // Copies `length` bytes from src+src_offset to this+dst_offset.
+  void copy_region(size_t dst_offset, const Buffer& src, size_t src_offset, size_t length,
+                   StreamRef stream = {}) const {
+    check(cumem_buffer_copy_region(get(), dst_offset, src.get(), src_offset, length, stream.get()));
+  }
+  // Fills with `value` repeated every `width` bytes (1, 2 or 4).
+  void fill(uint32_t value, uint32_t width, StreamRef stream = {}) const {
+    check(cumem_buffer_fill(get(), value, width, stream.get()));
+  }
+  // Fills with copies of a 1-, 2- or 4-byte value: fill_value(1.0f), fill_value(uint16_t{7}).
+  template <class T>
+  void fill_value(const T& value, StreamRef stream = {}) const {
+    fill(detail::fill_bits(value), static_cast<uint32_t>(sizeof(T)), stream);
+  }
+  void fill_bytes(uint8_t value, StreamRef stream = {}) const { fill(value, 1, stream); }
+  void zero(StreamRef stream = {}) const { fill(0, 1, stream); }
+  // A view of [offset, offset+length) that keeps this buffer alive.
+  Buffer slice(size_t offset, size_t length) const {
+    cumem_buffer_t* b = nullptr;
+    check(cumem_buffer_slice(get(), offset, length, &b));
+    return Buffer(b);
+  }
+
+  // Managed memory only: migrate pages, advise the driver, drop contents.
+  void prefetch(cumem_location_t to, StreamRef stream = {}) const {
+    check(cumem_buffer_prefetch(get(), to, stream.get()));
+  }
+  void advise(cumem_advice_t advice, cumem_location_t where = location::none()) const {
+    check(cumem_buffer_advise(get(), advice, where));
+  }
+  void discard(StreamRef stream = {}) const { check(cumem_buffer_discard(get(), stream.get())); }
+};
+
+inline Buffer Resource::allocate(size_t size, StreamRef stream) const {
+  cumem_buffer_t* b = nullptr;
+  check(cumem_resource_allocate(get(), size, stream.get(), &b));
+  return Buffer(b);
+}
+
+// ---------------------------------------------------------------------------
+// Programs, libraries, kernels
+// ---------------------------------------------------------------------------
+
+class Library;
+
+// C++ form of cumem_program_options_t; empty strings mean the defaults.
+struct ProgramOptions {
+  cumem_code_type_t code_type = CUMEM_CODE_CUBIN;
+  std::string arch;                           // "sm_90"; empty: the device's
+  std::vector<std::string> options;           // "-std=c++17", "-DN=4", ...
+  std::vector<std::string> name_expressions;  // "my_kernel<float>", ...
+  std::string name;                           // empty: "cumem_program.cu"
+};
+
+class Program : public detail::Handle<Program, cumem_program_t, cumem_program_retain,
+                                      cumem_program_release> {
+ public:
+  using Handle::Handle;
+
+  // Compiles CUDA C++ `source` with NVRTC for `device`.
+  static Program compile(const Device& device, const std::string& source) {
+    return compile_impl(device, source, nullptr);
+  }
+  static Program compile(const Device& device, const std::string& source,
+                         const cumem_program_options_t& options) {
+    return compile_impl(device, source, &options);
+  }
+  static Program compile(const Device& device, const std::string& source,
+                         const ProgramOptions& options) {
+    std::vector<const char*> opts, names;
+    for (const std::string& o : options.options) opts.push_back(o.c_str());
+    for (const std::string& n : options.name_expressions) names.push_back(n.c_str());
+    cumem_program_options_t c = CUMEM_PROGRAM_OPTIONS_INIT;
+    c.code_type = options.code_type;
+    c.arch = options.arch.empty() ? nullptr : options.arch.c_str();
+    c.options = opts.empty() ? nullptr : opts.data();
+    c.num_options = static_cast<uint32_t>(opts.size());
+    c.name_expressions = names.empty() ? nullptr : names.data();
+    c.num_name_expressions = static_cast<uint32_t>(names.size());
+    c.name = options.name.empty() ? nullptr : options.name.c_str();
+    return compile_impl(device, source, &c);
+  }
+
+  // The compiler's log (warnings), possibly empty.
+  std::string log() const { return detail::out<const char*>(cumem_program_log, get()); }
+  // A copy of the compiled code; a std::string so that PTX stays NUL-terminated.
+  std::string code() const {
+    const void* data = nullptr;
+    size_t size = 0;
+    check(cumem_program_code(get(), &data, &size));
+    return std::string(static_cast<const char*>(data), size);
+  }
+  // The mangled name of a name expression given at compile time.
+  std::string lowered_name(const std::string& name_expression) const {
+    return detail::out<const char*>(cumem_program_lowered_name, get(), name_expression.c_str());
+  }
+  // Loads the code for the program's device.
+  Library load() const;
+
+ private:
+  static Program compile_impl(const Device& device, const std::string& source,
+                              const cumem_program_options_t* options) {
+    cumem_program_t* p = nullptr;
+    check(cumem_program_compile(device.get(), source.c_str(), options, &p));
+    return Program(p);
+  }
+};
+
+class Kernel : public detail::Handle<Kernel, cumem_kernel_t, cumem_kernel_retain,
+                                     cumem_kernel_release> {
+ public:
+  using Handle::Handle;
+
+  cumem_kernel_attributes_t attributes() const {
+    cumem_kernel_attributes_t a = CUMEM_KERNEL_ATTRIBUTES_INIT;
+    check(cumem_kernel_get_attributes(get(), &a));
+    return a;
+  }
+  // The CUkernel, valid while this kernel lives.
+  void* native() const {
+    return detail::out<void*>(cumem_kernel_native, get());
+  }
+};
+
+class Library : public detail::Handle<Library, cumem_library_t, cumem_library_retain,
+                                      cumem_library_release> {
+ public:
+  using Handle::Handle;
+
+  // Loads cubin, NUL-terminated PTX or fatbin bytes for `device`.
+  static Library load_data(const Device& device, const void* image, size_t size) {
+    cumem_library_t* l = nullptr;
+    check(cumem_library_load_data(device.get(), image, size, &l));
+    return Library(l);
+  }
+  // `image.c_str()` is NUL-terminated, as PTX must be.
+  static Library load_data(const Device& device, const std::string& image) {
+    return load_data(device, image.c_str(), image.size());
+  }
+  // A kernel by its (lowered) name.
+  Kernel get_kernel(const std::string& name) const {
+    return Kernel(detail::out<cumem_kernel_t*>(
+        cumem_library_get_kernel, get(), name.c_str()));
+  }
+};
+
+inline Library Program::load() const {
+  return Library(detail::out<cumem_library_t*>(cumem_program_load, get()));
+}
+
+// ---------------------------------------------------------------------------
+// Launch
+// ---------------------------------------------------------------------------
+
+// Grid, block or cluster extents; a single number is {n, 1, 1}.
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  constexpr Dim3() noexcept = default;
+  constexpr Dim3(uint32_t x_, uint32_t y_ = 1, uint32_t z_ = 1) noexcept : x(x_), y(y_), z(z_) {}
+};
+
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block;
+  uint32_t shared_memory_bytes = 0;  // dynamic shared memory per block
+  Dim3 cluster{0, 0, 0};             // {0, 0, 0}: no thread-block clusters
+
+  constexpr LaunchConfig() noexcept = default;
+  constexpr LaunchConfig(Dim3 grid_, Dim3 block_, uint32_t shared_memory_bytes_ = 0,
+                         Dim3 cluster_ = Dim3(0, 0, 0)) noexcept
+      : grid(grid_), block(block_), shared_memory_bytes(shared_memory_bytes_), cluster(cluster_) {}
+  LaunchConfig(const cumem_launch_config_t& c) noexcept
+      : grid(c.grid[0], c.grid[1], c.grid[2]),
+        block(c.block[0], c.block[1], c.block[2]),
+        shared_memory_bytes(c.shared_memory_bytes),
+        cluster(c.cluster[0], c.cluster[1], c.cluster[2]) {}
+
+  operator cumem_launch_config_t() const noexcept {
+    cumem_launch_config_t c = CUMEM_LAUNCH_CONFIG_INIT;
+    c.grid[0] = grid.x, c.grid[1] = grid.y, c.grid[2] = grid.z;
+    c.block[0] = block.x, c.block[1] = block.y, c.block[2] = block.z;
+    c.shared_memory_bytes = shared_memory_bytes;
+    c.cluster[0] = cluster.x, c.cluster[1] = cluster.y, c.cluster[2] = cluster.z;
+    return c;
+  }
+};
+
+namespace detail {
+
+// What a kernel receives for an argument of type A: a Buffer's device
+// pointer, or a copy of the value.
+template <class A>
+using kernel_arg_t = std::conditional_t<std::is_same_v<std::decay_t<A>, Buffer>, void*, std::decay_t<A>>;
+
+inline void* kernel_arg(const Buffer& buffer) { return buffer.ptr(); }
+template <class A>
+const A& kernel_arg(const A& value) noexcept { return value; }
+
+// The void* array cumem_launch takes: one pointer to each argument's value.
+// Holds pointers into itself, hence neither copyable nor movable.
+template <class... Args>
+class KernelArgs {
+ public:
+  explicit KernelArgs(const Args&... args) : values_(kernel_arg(args)...) {
+    std::apply([this](auto&... v) { pointers_ = {{static_cast<void*>(&v)...}}; }, values_);
+  }
+  KernelArgs(const KernelArgs&) = delete;
+  KernelArgs& operator=(const KernelArgs&) = delete;
+
+  void** data() noexcept { return sizeof...(Args) ? pointers_.data() : nullptr; }
+  static constexpr uint32_t size() noexcept { return static_cast<uint32_t>(sizeof...(Args)); }
+
+ private:
+  std::tuple<kernel_arg_t<Args>...> values_;
+  std::array<void*, sizeof...(Args)> pointers_{};
+};
+
+}  // namespace detail
+
+// Launches with a prepared argument array, as cumem_launch takes it.
+inline void launch_raw(const Kernel& kernel, StreamRef stream, const LaunchConfig& config,
+                       void** args, uint32_t num_args) {
+  const cumem_launch_config_t c = config;
+  check(cumem_launch(kernel.get(), stream.get(), &c, args, num_args));
+}
+
+// Launches `kernel` with typed arguments in its parameter order. Each must
+// have the parameter's exact type (size_t{n}, not an int n); a Buffer passes
+// its device pointer.
+template <class... Args>
+void launch(const Kernel& kernel, StreamRef stream, const LaunchConfig& config, const Args&... args) {
+  static_assert((std::is_trivially_copyable_v<detail::kernel_arg_t<Args>> && ...),
+                "kernel arguments must be trivially copyable (or cumem::Buffer)");
+  static_assert((!std::is_array_v<Args> && ...), "pass a pointer, not an array");
+  detail::KernelArgs<Args...> packed(args...);
+  launch_raw(kernel, stream, config, packed.data(), packed.size());
+}
+
+static_assert(sizeof(Buffer) == sizeof(void*), "owners are one pointer wide");
+static_assert(sizeof(StreamRef) == sizeof(void*), "views are one pointer wide");
+
+}  // namespace cumem
+
+#endif  // CUMEM_CUMEM_HPP
