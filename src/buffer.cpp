@@ -94,7 +94,6 @@ Ref<Buffer> Buffer::wrap_owned(Ref<Resource> resource, void* ptr, size_t size) {
   b.owner_ = Owner::resource;
   b.info_ = info_from(resource->properties(), ptr, size);
   if (resource->device()) b.device_ = Ref<Device>::share(const_cast<Device*>(resource->device()));
-  if (size != 0) resource->adopt(size);
   b.resource_ = std::move(resource);
   return buffer;
 }

@@ -65,9 +65,6 @@ class Resource : public Object {
   void* allocate(size_t size, const Stream* stream);
   // Frees memory from allocate() (or adopted with adopt()) of this size.
   void deallocate(void* ptr, size_t size, const Stream* stream);
-  // Counts memory allocated elsewhere from this resource that a buffer now
-  // owns, so that deallocate() balances it.
-  void adopt(size_t size) noexcept { count_allocation(size); }
 
   const ResourceProperties& properties() const noexcept { return properties_; }
   ResourceStatistics statistics() const noexcept;

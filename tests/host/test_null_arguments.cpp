@@ -1,0 +1,178 @@
+// Every entry point given a NULL handle or a NULL out-pointer answers
+// CUMEM_ERROR_INVALID_ARGUMENT naming the argument, before it needs a driver.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace {
+
+struct Case {
+  const char* call;
+  const char* argument;
+  std::function<cumem_status_t()> run;
+};
+
+void expect_all(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.call);
+    const cumem_status_t s = c.run();
+    EXPECT_EQ(s, CUMEM_ERROR_INVALID_ARGUMENT) << cumem_status_string(s);
+    const std::string message = cumem_last_error_message();
+    EXPECT_NE(message.find(std::string("'") + c.argument + "'"), std::string::npos) << message;
+    EXPECT_NE(message.find(c.call), std::string::npos) << message;
+  }
+}
+
+TEST(NullArguments, NullHandles) {
+  void* p = nullptr;
+  size_t n = 0;
+  int32_t i = 0, j = 0;
+  uint64_t u = 0, v = 0;
+  float f = 0;
+  cumem_bool_t b = 0;
+  const char* text = nullptr;
+  const void* code = nullptr;
+  cumem_device_t* dev = nullptr;
+  cumem_stream_t* stream = nullptr;
+  cumem_event_t* event = nullptr;
+  cumem_resource_t* res = nullptr;
+  cumem_buffer_t* buf = nullptr;
+  cumem_program_t* prog = nullptr;
+  cumem_library_t* lib = nullptr;
+  cumem_kernel_t* kern = nullptr;
+  cumem_device_properties_t dp = CUMEM_DEVICE_PROPERTIES_INIT;
+  cumem_resource_properties_t rp = CUMEM_RESOURCE_PROPERTIES_INIT;
+  cumem_resource_statistics_t rs = CUMEM_RESOURCE_STATISTICS_INIT;
+  cumem_pool_attributes_t pa = CUMEM_POOL_ATTRIBUTES_INIT;
+  cumem_buffer_info_t bi = CUMEM_BUFFER_INFO_INIT;
+  cumem_kernel_attributes_t ka = CUMEM_KERNEL_ATTRIBUTES_INIT;
+  cumem_launch_config_t lc = CUMEM_LAUNCH_CONFIG_INIT;
+  const cumem_location_t host = {CUMEM_LOCATION_HOST, 0};
+  const char* src = "__global__ void k() {}";
+  const unsigned char image[4] = {1, 2, 3, 4};
+
+  expect_all({
+      {"cumem_driver_version", "out_version", [&] { return cumem_driver_version(nullptr); }},
+      {"cumem_device_count", "out_count", [&] { return cumem_device_count(nullptr); }},
+      {"cumem_device_get", "out_device", [&] { return cumem_device_get(0, nullptr); }},
+      {"cumem_device_retain", "device", [&] { return cumem_device_retain(nullptr); }},
+      {"cumem_device_ordinal", "device", [&] { return cumem_device_ordinal(nullptr, &i); }},
+      {"cumem_device_get_properties", "device", [&] { return cumem_device_get_properties(nullptr, &dp); }},
+      {"cumem_device_get_attribute", "device", [&] { return cumem_device_get_attribute(nullptr, 1, &i); }},
+      {"cumem_device_set_current", "device", [&] { return cumem_device_set_current(nullptr); }},
+      {"cumem_device_synchronize", "device", [&] { return cumem_device_synchronize(nullptr); }},
+      {"cumem_device_memory_info", "device", [&] { return cumem_device_memory_info(nullptr, &u, &v); }},
+      {"cumem_device_can_access_peer", "device", [&] { return cumem_device_can_access_peer(nullptr, nullptr, &b); }},
+      {"cumem_device_enable_peer_access", "device", [&] { return cumem_device_enable_peer_access(nullptr, nullptr); }},
+      {"cumem_device_stream_priority_range", "device", [&] { return cumem_device_stream_priority_range(nullptr, &i, &j); }},
+      {"cumem_stream_create", "device", [&] { return cumem_stream_create(nullptr, nullptr, &stream); }},
+      {"cumem_stream_wrap", "device", [&] { return cumem_stream_wrap(nullptr, &p, &stream); }},
+      {"cumem_stream_legacy_default", "device", [&] { return cumem_stream_legacy_default(nullptr, &stream); }},
+      {"cumem_stream_per_thread_default", "device", [&] { return cumem_stream_per_thread_default(nullptr, &stream); }},
+      {"cumem_stream_retain", "stream", [&] { return cumem_stream_retain(nullptr); }},
+      {"cumem_stream_native", "stream", [&] { return cumem_stream_native(nullptr, &p); }},
+      {"cumem_stream_device", "stream", [&] { return cumem_stream_device(nullptr, &dev); }},
+      {"cumem_stream_priority", "stream", [&] { return cumem_stream_priority(nullptr, &i); }},
+      {"cumem_stream_synchronize", "stream", [&] { return cumem_stream_synchronize(nullptr); }},
+      {"cumem_stream_query", "stream", [&] { return cumem_stream_query(nullptr, &b); }},
+      {"cumem_stream_wait_event", "stream", [&] { return cumem_stream_wait_event(nullptr, nullptr); }},
+      {"cumem_stream_wait_stream", "stream", [&] { return cumem_stream_wait_stream(nullptr, nullptr); }},
+      {"cumem_event_create", "device", [&] { return cumem_event_create(nullptr, nullptr, &event); }},
+      {"cumem_event_retain", "event", [&] { return cumem_event_retain(nullptr); }},
+      {"cumem_event_record", "event", [&] { return cumem_event_record(nullptr, nullptr); }},
+      {"cumem_event_synchronize", "event", [&] { return cumem_event_synchronize(nullptr); }},
+      {"cumem_event_query", "event", [&] { return cumem_event_query(nullptr, &b); }},
+      {"cumem_event_elapsed_ms", "start", [&] { return cumem_event_elapsed_ms(nullptr, nullptr, &f); }},
+      {"cumem_event_native", "event", [&] { return cumem_event_native(nullptr, &p); }},
+      {"cumem_host_resource_create", "out_resource", [&] { return cumem_host_resource_create(nullptr, nullptr); }},
+      {"cumem_device_resource_create", "device", [&] { return cumem_device_resource_create(nullptr, nullptr, &res); }},
+      {"cumem_pinned_resource_create", "device", [&] { return cumem_pinned_resource_create(nullptr, nullptr, &res); }},
+      {"cumem_legacy_pinned_resource_create", "device", [&] { return cumem_legacy_pinned_resource_create(nullptr, &res); }},
+      {"cumem_managed_resource_create", "device", [&] { return cumem_managed_resource_create(nullptr, nullptr, &res); }},
+      {"cumem_resource_retain", "resource", [&] { return cumem_resource_retain(nullptr); }},
+      {"cumem_resource_allocate", "resource", [&] { return cumem_resource_allocate(nullptr, 1, nullptr, &buf); }},
+      {"cumem_resource_allocate_raw", "resource", [&] { return cumem_resource_allocate_raw(nullptr, 1, nullptr, &p); }},
+      {"cumem_resource_deallocate_raw", "resource", [&] { return cumem_resource_deallocate_raw(nullptr, p, 1, nullptr); }},
+      {"cumem_resource_get_properties", "resource", [&] { return cumem_resource_get_properties(nullptr, &rp); }},
+      {"cumem_resource_get_statistics", "resource", [&] { return cumem_resource_get_statistics(nullptr, &rs); }},
+      {"cumem_resource_reset_peak", "resource", [&] { return cumem_resource_reset_peak(nullptr); }},
+      {"cumem_resource_pool_get_attributes", "resource", [&] { return cumem_resource_pool_get_attributes(nullptr, &pa); }},
+      {"cumem_resource_pool_set_attributes", "resource", [&] { return cumem_resource_pool_set_attributes(nullptr, &pa); }},
+      {"cumem_resource_pool_reset_highs", "resource", [&] { return cumem_resource_pool_reset_highs(nullptr); }},
+      {"cumem_resource_pool_trim", "resource", [&] { return cumem_resource_pool_trim(nullptr, 0); }},
+      {"cumem_resource_pool_set_access", "resource", [&] { return cumem_resource_pool_set_access(nullptr, nullptr, 1); }},
+      {"cumem_resource_pool_get_access", "resource", [&] { return cumem_resource_pool_get_access(nullptr, nullptr, &b); }},
+      {"cumem_resource_pool_native", "resource", [&] { return cumem_resource_pool_native(nullptr, &p); }},
+      {"cumem_buffer_retain", "buffer", [&] { return cumem_buffer_retain(nullptr); }},
+      {"cumem_buffer_ptr", "buffer", [&] { return cumem_buffer_ptr(nullptr, &p); }},
+      {"cumem_buffer_size", "buffer", [&] { return cumem_buffer_size(nullptr, &n); }},
+      {"cumem_buffer_resource", "buffer", [&] { return cumem_buffer_resource(nullptr, &res); }},
+      {"cumem_buffer_device_id", "buffer", [&] { return cumem_buffer_device_id(nullptr, &i); }},
+      {"cumem_buffer_get_info", "buffer", [&] { return cumem_buffer_get_info(nullptr, &bi); }},
+      {"cumem_buffer_is_closed", "buffer", [&] { return cumem_buffer_is_closed(nullptr, &b); }},
+      {"cumem_buffer_set_deallocation_stream", "buffer", [&] { return cumem_buffer_set_deallocation_stream(nullptr, nullptr); }},
+      {"cumem_buffer_close", "buffer", [&] { return cumem_buffer_close(nullptr, nullptr); }},
+      {"cumem_buffer_copy_to", "src", [&] { return cumem_buffer_copy_to(nullptr, nullptr, nullptr); }},
+      {"cumem_buffer_copy_from", "dst", [&] { return cumem_buffer_copy_from(nullptr, nullptr, nullptr); }},
+      {"cumem_buffer_copy_region", "dst", [&] { return cumem_buffer_copy_region(nullptr, 0, nullptr, 0, 0, nullptr); }},
+      {"cumem_buffer_fill", "buffer", [&] { return cumem_buffer_fill(nullptr, 0, 1, nullptr); }},
+      {"cumem_buffer_slice", "buffer", [&] { return cumem_buffer_slice(nullptr, 0, 0, &buf); }},
+      {"cumem_buffer_wrap_owned", "resource", [&] { return cumem_buffer_wrap_owned(nullptr, p, 0, &buf); }},
+      {"cumem_buffer_wrap", "out_buffer", [&] { return cumem_buffer_wrap(p, 0, nullptr, nullptr, nullptr); }},
+      {"cumem_buffer_register_host", "device", [&] { return cumem_buffer_register_host(nullptr, &i, 4, &buf); }},
+      {"cumem_buffer_prefetch", "buffer", [&] { return cumem_buffer_prefetch(nullptr, host, nullptr); }},
+      {"cumem_buffer_advise", "buffer", [&] { return cumem_buffer_advise(nullptr, CUMEM_ADVICE_SET_READ_MOSTLY, host); }},
+      {"cumem_buffer_discard", "buffer", [&] { return cumem_buffer_discard(nullptr, nullptr); }},
+      {"cumem_nvrtc_version", "out_major", [&] { return cumem_nvrtc_version(nullptr, &j); }},
+      {"cumem_program_compile", "device", [&] { return cumem_program_compile(nullptr, src, nullptr, &prog); }},
+      {"cumem_program_retain", "program", [&] { return cumem_program_retain(nullptr); }},
+      {"cumem_program_log", "program", [&] { return cumem_program_log(nullptr, &text); }},
+      {"cumem_program_code", "program", [&] { return cumem_program_code(nullptr, &code, &n); }},
+      {"cumem_program_lowered_name", "program", [&] { return cumem_program_lowered_name(nullptr, "k", &text); }},
+      {"cumem_program_load", "program", [&] { return cumem_program_load(nullptr, &lib); }},
+      {"cumem_library_load_data", "device", [&] { return cumem_library_load_data(nullptr, image, sizeof image, &lib); }},
+      {"cumem_library_retain", "library", [&] { return cumem_library_retain(nullptr); }},
+      {"cumem_library_get_kernel", "library", [&] { return cumem_library_get_kernel(nullptr, "k", &kern); }},
+      {"cumem_kernel_retain", "kernel", [&] { return cumem_kernel_retain(nullptr); }},
+      {"cumem_kernel_get_attributes", "kernel", [&] { return cumem_kernel_get_attributes(nullptr, &ka); }},
+      {"cumem_kernel_native", "kernel", [&] { return cumem_kernel_native(nullptr, &p); }},
+      {"cumem_launch", "kernel", [&] { return cumem_launch(nullptr, nullptr, &lc, nullptr, 0); }},
+  });
+}
+
+TEST(NullArguments, NullOutPointersWithLiveHostObjects) {
+  cumem_resource_t* res = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &res));
+  cumem_buffer_t* buf = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(res, 16, nullptr, &buf));
+  expect_all({
+      {"cumem_resource_allocate", "out_buffer", [&] { return cumem_resource_allocate(res, 1, nullptr, nullptr); }},
+      {"cumem_resource_allocate_raw", "out_ptr", [&] { return cumem_resource_allocate_raw(res, 1, nullptr, nullptr); }},
+      {"cumem_resource_get_properties", "props", [&] { return cumem_resource_get_properties(res, nullptr); }},
+      {"cumem_resource_get_statistics", "stats", [&] { return cumem_resource_get_statistics(res, nullptr); }},
+      {"cumem_resource_pool_set_attributes", "attributes", [&] { return cumem_resource_pool_set_attributes(res, nullptr); }},
+      {"cumem_resource_pool_set_access", "peer", [&] { return cumem_resource_pool_set_access(res, nullptr, 1); }},
+      {"cumem_resource_pool_get_access", "peer", [&] { return cumem_resource_pool_get_access(res, nullptr, nullptr); }},
+      {"cumem_resource_pool_native", "out_pool", [&] { return cumem_resource_pool_native(res, nullptr); }},
+      {"cumem_buffer_ptr", "out_ptr", [&] { return cumem_buffer_ptr(buf, nullptr); }},
+      {"cumem_buffer_size", "out_size", [&] { return cumem_buffer_size(buf, nullptr); }},
+      {"cumem_buffer_resource", "out_resource", [&] { return cumem_buffer_resource(buf, nullptr); }},
+      {"cumem_buffer_device_id", "out_device_id", [&] { return cumem_buffer_device_id(buf, nullptr); }},
+      {"cumem_buffer_get_info", "info", [&] { return cumem_buffer_get_info(buf, nullptr); }},
+      {"cumem_buffer_is_closed", "out_closed", [&] { return cumem_buffer_is_closed(buf, nullptr); }},
+      {"cumem_buffer_copy_to", "dst", [&] { return cumem_buffer_copy_to(buf, nullptr, nullptr); }},
+      {"cumem_buffer_copy_from", "src", [&] { return cumem_buffer_copy_from(buf, nullptr, nullptr); }},
+      {"cumem_buffer_copy_region", "src", [&] { return cumem_buffer_copy_region(buf, 0, nullptr, 0, 0, nullptr); }},
+      {"cumem_buffer_slice", "out_slice", [&] { return cumem_buffer_slice(buf, 0, 0, nullptr); }},
+      {"cumem_buffer_wrap_owned", "out_buffer", [&] { return cumem_buffer_wrap_owned(res, nullptr, 0, nullptr); }},
+  });
+  // A handle of the wrong type is refused too.
+  CUMEM_EXPECT_ERROR(cumem_buffer_fill(reinterpret_cast<cumem_buffer_t*>(res), 0, 1, nullptr),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "not a live handle");
+  cumem_buffer_release(buf);
+  cumem_resource_release(res);
+}
+
+}  // namespace
