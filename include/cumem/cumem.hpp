@@ -86,7 +86,13 @@ inline int32_t driver_version() {
   return v;
 }
 
-// Defaults of the C option and out structs, for editing in C++ code.
+// Defaults of the C option structs, for editing in C++ code. The _INIT
+// macros are used only here, where their C casts are kept from
+// -Wold-style-cast in users' builds.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#endif
 inline cumem_stream_options_t stream_options() noexcept { return CUMEM_STREAM_OPTIONS_INIT; }
 inline cumem_event_options_t event_options() noexcept { return CUMEM_EVENT_OPTIONS_INIT; }
 inline cumem_host_resource_options_t host_resource_options() noexcept {
@@ -97,6 +103,28 @@ inline cumem_managed_resource_options_t managed_resource_options() noexcept {
   return CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
 }
 inline cumem_program_options_t program_options() noexcept { return CUMEM_PROGRAM_OPTIONS_INIT; }
+inline cumem_launch_config_t launch_config() noexcept { return CUMEM_LAUNCH_CONFIG_INIT; }
+
+namespace detail {
+// The out structs, as their _INIT macros fill them.
+template <class T>
+T init() noexcept;
+template <>
+inline cumem_device_properties_t init() noexcept { return CUMEM_DEVICE_PROPERTIES_INIT; }
+template <>
+inline cumem_resource_properties_t init() noexcept { return CUMEM_RESOURCE_PROPERTIES_INIT; }
+template <>
+inline cumem_resource_statistics_t init() noexcept { return CUMEM_RESOURCE_STATISTICS_INIT; }
+template <>
+inline cumem_pool_attributes_t init() noexcept { return CUMEM_POOL_ATTRIBUTES_INIT; }
+template <>
+inline cumem_buffer_info_t init() noexcept { return CUMEM_BUFFER_INFO_INIT; }
+template <>
+inline cumem_kernel_attributes_t init() noexcept { return CUMEM_KERNEL_ATTRIBUTES_INIT; }
+}  // namespace detail
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 // Memory locations (for managed resources, prefetch and advise).
 namespace location {
@@ -203,15 +231,14 @@ class Device : public detail::Handle<Device, cumem_device_t, cumem_device_retain
     return detail::out<int32_t>(cumem_device_ordinal, get());
   }
   cumem_device_properties_t properties() const {
-    cumem_device_properties_t p = CUMEM_DEVICE_PROPERTIES_INIT;
+    cumem_device_properties_t p = detail::init<cumem_device_properties_t>();
     check(cumem_device_get_properties(get(), &p));
     return p;
   }
   std::string name() const { return properties().name; }
   // Any CUdevice_attribute by its numeric value.
   int32_t attribute(int32_t attribute) const {
-    return detail::out<int32_t>(cumem_device_get_attribute,
-                                get(), attribute);
+    return detail::out<int32_t>(cumem_device_get_attribute, get(), attribute);
   }
   void set_current() const { check(cumem_device_set_current(get())); }
   void synchronize() const { check(cumem_device_synchronize(get())); }
@@ -258,12 +285,10 @@ class Stream : public detail::Handle<Stream, cumem_stream_t, cumem_stream_retain
     return Stream(s);
   }
   static Stream legacy_default(const Device& device) {
-    return Stream(detail::out<cumem_stream_t*>(cumem_stream_legacy_default,
-                                               device.get()));
+    return Stream(detail::out<cumem_stream_t*>(cumem_stream_legacy_default, device.get()));
   }
   static Stream per_thread_default(const Device& device) {
-    return Stream(detail::out<cumem_stream_t*>(cumem_stream_per_thread_default,
-                                               device.get()));
+    return Stream(detail::out<cumem_stream_t*>(cumem_stream_per_thread_default, device.get()));
   }
 
   // The CUstream, valid while this stream lives.
@@ -313,7 +338,7 @@ class Event : public detail::Handle<Event, cumem_event_t, cumem_event_retain,
   }
   // An event with timing enabled, for elapsed_ms.
   static Event create_timed(const Device& device) {
-    cumem_event_options_t o = CUMEM_EVENT_OPTIONS_INIT;
+    cumem_event_options_t o = event_options();
     o.enable_timing = CUMEM_TRUE;
     return create_impl(device, &o);
   }
@@ -359,12 +384,16 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
   static Resource host() { return host_impl(nullptr); }
   static Resource host(const cumem_host_resource_options_t& options) { return host_impl(&options); }
   // Stream-ordered device memory; default: the device's default pool.
-  static Resource device(const Device& device) { return make(cumem_device_resource_create, device, nullptr); }
+  static Resource device(const Device& device) {
+    return make(cumem_device_resource_create, device, nullptr);
+  }
   static Resource device(const Device& device, const cumem_pool_options_t& options) {
     return make(cumem_device_resource_create, device, &options);
   }
   // Stream-ordered pinned host memory from a host-located pool.
-  static Resource pinned(const Device& device) { return make(cumem_pinned_resource_create, device, nullptr); }
+  static Resource pinned(const Device& device) {
+    return make(cumem_pinned_resource_create, device, nullptr);
+  }
   static Resource pinned(const Device& device, const cumem_pool_options_t& options) {
     return make(cumem_pinned_resource_create, device, &options);
   }
@@ -395,13 +424,13 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
   }
 
   cumem_resource_properties_t properties() const {
-    cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
+    cumem_resource_properties_t p = detail::init<cumem_resource_properties_t>();
     check(cumem_resource_get_properties(get(), &p));
     return p;
   }
   cumem_resource_kind_t kind() const { return properties().kind; }
   cumem_resource_statistics_t statistics() const {
-    cumem_resource_statistics_t s = CUMEM_RESOURCE_STATISTICS_INIT;
+    cumem_resource_statistics_t s = detail::init<cumem_resource_statistics_t>();
     check(cumem_resource_get_statistics(get(), &s));
     return s;
   }
@@ -410,7 +439,7 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
 
   // The pool_* calls throw CUMEM_ERROR_NOT_SUPPORTED unless properties().is_pool.
   cumem_pool_attributes_t pool_attributes() const {
-    cumem_pool_attributes_t a = CUMEM_POOL_ATTRIBUTES_INIT;
+    cumem_pool_attributes_t a = detail::init<cumem_pool_attributes_t>();
     check(cumem_resource_pool_get_attributes(get(), &a));
     return a;
   }
@@ -444,7 +473,8 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
   template <class Options>
   static Resource make(cumem_status_t (*create)(const cumem_device_t*, const Options*,
                                                 cumem_resource_t**),
-                       const Device& device, typename detail::identity<const Options*>::type options) {
+                       const Device& device,
+                       typename detail::identity<const Options*>::type options) {
     cumem_resource_t* r = nullptr;
     check(create(device.get(), options, &r));
     return Resource(r);
@@ -539,7 +569,7 @@ class Buffer : public detail::Handle<Buffer, cumem_buffer_t, cumem_buffer_retain
   // Device ordinal of the memory, -1 when not tied to a device.
   int32_t device_id() const { return detail::out<int32_t>(cumem_buffer_device_id, get()); }
   cumem_buffer_info_t info() const {
-    cumem_buffer_info_t i = CUMEM_BUFFER_INFO_INIT;
+    cumem_buffer_info_t i = detail::init<cumem_buffer_info_t>();
     check(cumem_buffer_get_info(get(), &i));
     return i;
   }
@@ -635,7 +665,7 @@ class Program : public detail::Handle<Program, cumem_program_t, cumem_program_re
     std::vector<const char*> opts, names;
     for (const std::string& o : options.options) opts.push_back(o.c_str());
     for (const std::string& n : options.name_expressions) names.push_back(n.c_str());
-    cumem_program_options_t c = CUMEM_PROGRAM_OPTIONS_INIT;
+    cumem_program_options_t c = program_options();
     c.code_type = options.code_type;
     c.arch = options.arch.empty() ? nullptr : options.arch.c_str();
     c.options = opts.empty() ? nullptr : opts.data();
@@ -677,7 +707,7 @@ class Kernel : public detail::Handle<Kernel, cumem_kernel_t, cumem_kernel_retain
   using Handle::Handle;
 
   cumem_kernel_attributes_t attributes() const {
-    cumem_kernel_attributes_t a = CUMEM_KERNEL_ATTRIBUTES_INIT;
+    cumem_kernel_attributes_t a = detail::init<cumem_kernel_attributes_t>();
     check(cumem_kernel_get_attributes(get(), &a));
     return a;
   }
@@ -741,7 +771,7 @@ struct LaunchConfig {
         cluster(c.cluster[0], c.cluster[1], c.cluster[2]) {}
 
   operator cumem_launch_config_t() const noexcept {
-    cumem_launch_config_t c = CUMEM_LAUNCH_CONFIG_INIT;
+    cumem_launch_config_t c = launch_config();
     c.grid[0] = grid.x, c.grid[1] = grid.y, c.grid[2] = grid.z;
     c.block[0] = block.x, c.block[1] = block.y, c.block[2] = block.z;
     c.shared_memory_bytes = shared_memory_bytes;
@@ -755,7 +785,8 @@ namespace detail {
 // What a kernel receives for an argument of type A: a Buffer's device
 // pointer, or a copy of the value.
 template <class A>
-using kernel_arg_t = std::conditional_t<std::is_same_v<std::decay_t<A>, Buffer>, void*, std::decay_t<A>>;
+using kernel_arg_t =
+    std::conditional_t<std::is_same_v<std::decay_t<A>, Buffer>, void*, std::decay_t<A>>;
 
 inline void* kernel_arg(const Buffer& buffer) { return buffer.ptr(); }
 template <class A>
@@ -793,7 +824,8 @@ inline void launch_raw(const Kernel& kernel, StreamRef stream, const LaunchConfi
 // have the parameter's exact type (size_t{n}, not an int n); a Buffer passes
 // its device pointer.
 template <class... Args>
-void launch(const Kernel& kernel, StreamRef stream, const LaunchConfig& config, const Args&... args) {
+void launch(const Kernel& kernel, StreamRef stream, const LaunchConfig& config,
+            const Args&... args) {
   static_assert((std::is_trivially_copyable_v<detail::kernel_arg_t<Args>> && ...),
                 "kernel arguments must be trivially copyable (or cumem::Buffer)");
   static_assert((!std::is_array_v<Args> && ...), "pass a pointer, not an array");

@@ -311,9 +311,6 @@ TEST_F(FacadeGpu, ManagedMemory) {
   EXPECT_EQ(r.kind(), CUMEM_RESOURCE_MANAGED);
   const cumem::Buffer b = r.allocate(1 << 20, s);  // small: never oversubscribe managed memory
   EXPECT_EQ(b.info().memory_kind, CUMEM_MEMORY_MANAGED);
-  b.advise(CUMEM_ADVICE_SET_READ_MOSTLY);
-  b.advise(CUMEM_ADVICE_UNSET_READ_MOSTLY);
-  b.advise(CUMEM_ADVICE_SET_ACCESSED_BY, cumem::location::device(0));
   if (props.concurrent_managed_access) {
     b.prefetch(cumem::location::device(0), s);
     b.fill_value(7.0f, s);
@@ -327,6 +324,26 @@ TEST_F(FacadeGpu, ManagedMemory) {
   EXPECT_TRUE(discarded == CUMEM_SUCCESS || discarded == CUMEM_ERROR_NOT_SUPPORTED)
       << cumem_status_string(discarded);
   s.synchronize();
+}
+
+// cumem.h: advise works on any managed buffer, and the location is ignored
+// for the read-mostly advices (so the default, no location, must do).
+TEST_F(FacadeGpu, ManagedAdvice) {
+  if (!props.managed_memory) GTEST_SKIP() << "the device has no managed memory";
+  const cumem::Stream s = cumem::Stream::create(device);
+  for (const cumem_bool_t use_pool : {CUMEM_TRUE, CUMEM_FALSE}) {
+    SCOPED_TRACE(use_pool ? "managed pool" : "cuMemAllocManaged");
+    cumem_managed_resource_options_t o = cumem::managed_resource_options();
+    o.use_pool = use_pool;
+    const cumem::Buffer b = cumem::Resource::managed(device, o).allocate(1 << 20, s);
+    s.synchronize();
+    EXPECT_NO_THROW(b.advise(CUMEM_ADVICE_SET_READ_MOSTLY));
+    EXPECT_NO_THROW(b.advise(CUMEM_ADVICE_UNSET_READ_MOSTLY));
+    EXPECT_NO_THROW(b.advise(CUMEM_ADVICE_SET_PREFERRED_LOCATION, cumem::location::device(0)));
+    EXPECT_NO_THROW(b.advise(CUMEM_ADVICE_UNSET_PREFERRED_LOCATION, cumem::location::device(0)));
+    EXPECT_NO_THROW(b.advise(CUMEM_ADVICE_SET_ACCESSED_BY, cumem::location::device(0)));
+    EXPECT_NO_THROW(b.advise(CUMEM_ADVICE_UNSET_ACCESSED_BY, cumem::location::device(0)));
+  }
 }
 
 TEST_F(FacadeGpu, RaiiClosesOnTheDeallocationStream) {
