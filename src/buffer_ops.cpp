@@ -147,14 +147,29 @@ void Buffer::advise(Advice advice, Location location) {
   require_managed("advise");
   if (static_cast<int>(advice) < 1 || static_cast<int>(advice) > 6)
     fail(Status::invalid_argument, "unknown advice " + std::to_string(static_cast<int>(advice)));
+  const bool read_mostly =
+      advice == Advice::set_read_mostly || advice == Advice::unset_read_mostly;
+  if (!read_mostly && location.type == LocationType::none)
+    fail(Status::invalid_argument,
+         "the preferred-location and accessed-by advices need a location (a device or the host)");
   if (size_ == 0) return;
   Ref<Device> holder;
-  ScopedContext scope(pick_context(nullptr, context_device(), nullptr, holder));
-  CUMEM_CU(cuMemAdvise,
-           (reinterpret_cast<CUdeviceptr>(ptr_), size_, static_cast<CUmem_advise>(advice),
-            to_cu(location)),
-           "advising " + describe_bytes(size_) + " of managed memory (advice " +
-               std::to_string(static_cast<int>(advice)) + ", " + describe(location) + ")");
+  const Device& ctx = pick_context(nullptr, context_device(), nullptr, holder);
+  // The read-mostly advices ignore the location, but the driver still
+  // rejects an unset one.
+  if (read_mostly && location.type == LocationType::none)
+    location = Location{LocationType::device, ctx.ordinal()};
+  ScopedContext scope(ctx);
+  const CUresult r = CUMEM_CU_RESULT(cuMemAdvise, (reinterpret_cast<CUdeviceptr>(ptr_), size_,
+                                                   static_cast<CUmem_advise>(advice), to_cu(location)));
+  // CUDA 13.0 drivers refuse advice on memory from the managed pool.
+  if (r == CUDA_ERROR_NOT_SUPPORTED && resource_ && resource_->properties().is_pool)
+    fail(Status::not_supported,
+         "cuMemAdvise does not support memory from the managed memory pool on this driver; "
+         "create the managed resource with use_pool = false (cuMemAllocManaged) to advise it");
+  driver::check(r, "cuMemAdvise",
+                "advising " + describe_bytes(size_) + " of managed memory (advice " +
+                    std::to_string(static_cast<int>(advice)) + ", " + describe(location) + ")");
 }
 
 void Buffer::discard(const Stream* stream) {

@@ -11,7 +11,7 @@ namespace {
 
 struct Registry {
   std::once_flag once;
-  std::vector<std::unique_ptr<Device>> devices;
+  std::vector<Device*> devices;  // never freed: devices live for the process
 };
 
 Registry& registry() {
@@ -49,9 +49,9 @@ Ref<Device> Device::get(int ordinal) {
     if (!slot) {
       CUdevice handle = 0;
       CUMEM_CU(cuDeviceGet, (&handle, ordinal), "getting device " + std::to_string(ordinal));
-      slot.reset(new Device(ordinal, handle));
+      slot = new Device(ordinal, handle);
     }
-    device = slot.get();
+    device = slot;
   }
   device->acquire();
   return Ref<Device>::adopt(device);

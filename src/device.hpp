@@ -34,7 +34,7 @@ struct DeviceProperties {
   bool cluster_launch = false;
 };
 
-class Device {
+class Device final : public Object {
  public:
   // Number of devices (0 when the driver sees none). Throws no_driver.
   static int count();
@@ -42,9 +42,8 @@ class Device {
   // context on the first). Throws no_device for a bad ordinal.
   static Ref<Device> get(int ordinal);
 
-  void retain() const noexcept;
-  void release() const noexcept;
-  Tag tag() const noexcept { return Tag::device; }
+  void retain() const noexcept override;
+  void release() const noexcept override;
 
   int ordinal() const noexcept { return ordinal_; }
   CUdevice handle() const noexcept { return handle_; }
@@ -62,7 +61,8 @@ class Device {
   std::string describe() const;
 
  private:
-  Device(int ordinal, CUdevice handle) : ordinal_(ordinal), handle_(handle) {}
+  Device(int ordinal, CUdevice handle) : Object(Tag::device), ordinal_(ordinal), handle_(handle) {}
+  ~Device() override = default;  // never called: devices live for the process
   void acquire();  // one more user; retains the primary context on the first
 
   const int ordinal_;

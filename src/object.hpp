@@ -29,8 +29,9 @@ class Object {
   Object& operator=(const Object&) = delete;
 
   Tag tag() const noexcept { return tag_; }
-  void retain() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
-  void release() const noexcept {
+  // Virtual only for Device, whose count also governs its primary context.
+  virtual void retain() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  virtual void release() const noexcept {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
 

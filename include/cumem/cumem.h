@@ -722,7 +722,10 @@ CUMEM_API cumem_status_t cumem_buffer_prefetch(cumem_buffer_t* buffer,
                                                cumem_location_t location,
                                                const cumem_stream_t* stream);
 /** Gives the driver a usage hint for the buffer's pages (cuMemAdvise). The
- *  location is ignored for the read-mostly advices. */
+ *  location is ignored for the read-mostly advices; the others need a
+ *  device or host location (else CUMEM_ERROR_INVALID_ARGUMENT).
+ *  CUMEM_ERROR_NOT_SUPPORTED: memory from the managed pool on drivers that
+ *  do not advise it (CUDA 13.0); use a managed resource with use_pool false. */
 CUMEM_API cumem_status_t cumem_buffer_advise(cumem_buffer_t* buffer,
                                              cumem_advice_t advice,
                                              cumem_location_t location);

@@ -48,9 +48,30 @@ TEST_F(ManagedTest, HostWritesDeviceFillsPrefetchBothWays) {
   cumem_buffer_release(b);
 }
 
-TEST_F(ManagedTest, Advice) {
+TEST_F(ManagedTest, AdviceOnPoolMemoryWorksOrSaysHowToGetIt) {
+  cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
+  CUMEM_ASSERT_OK(cumem_resource_get_properties(resource, &p));
+  if (!p.is_pool) GTEST_SKIP() << "this driver has no managed pool";
   cumem_buffer_t* b = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate(resource, 1u << 20, stream, &b));
+  const cumem_location_t dev = {CUMEM_LOCATION_DEVICE, 0};
+  const cumem_status_t s = cumem_buffer_advise(b, CUMEM_ADVICE_SET_READ_MOSTLY, dev);
+  if (s != CUMEM_SUCCESS) {
+    EXPECT_EQ(s, CUMEM_ERROR_NOT_SUPPORTED);
+    EXPECT_NE(std::string(cumem_last_error_message()).find("use_pool = false"), std::string::npos)
+        << cumem_last_error_message();
+  }
+  cumem_buffer_release(b);
+}
+
+TEST_F(ManagedTest, Advice) {
+  cumem_managed_resource_options_t o = CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
+  o.preferred_location = {CUMEM_LOCATION_DEVICE, 0};
+  o.use_pool = CUMEM_FALSE;  // CUDA 13.0 drivers advise only cuMemAllocManaged memory
+  cumem_resource_t* plain = nullptr;
+  CUMEM_ASSERT_OK(cumem_managed_resource_create(device, &o, &plain));
+  cumem_buffer_t* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(plain, 1u << 20, stream, &b));
   CUMEM_ASSERT_OK(cumem_stream_synchronize(stream));
   const cumem_location_t dev = {CUMEM_LOCATION_DEVICE, 0};
   const cumem_location_t host = {CUMEM_LOCATION_HOST, 0};
@@ -60,9 +81,14 @@ TEST_F(ManagedTest, Advice) {
   CUMEM_ASSERT_OK(cumem_buffer_advise(b, CUMEM_ADVICE_UNSET_PREFERRED_LOCATION, host));
   CUMEM_ASSERT_OK(cumem_buffer_advise(b, CUMEM_ADVICE_SET_ACCESSED_BY, dev));
   CUMEM_ASSERT_OK(cumem_buffer_advise(b, CUMEM_ADVICE_UNSET_ACCESSED_BY, dev));
+  const cumem_location_t none = {CUMEM_LOCATION_NONE, 0};
+  CUMEM_ASSERT_OK(cumem_buffer_advise(b, CUMEM_ADVICE_SET_READ_MOSTLY, none));
+  CUMEM_EXPECT_ERROR(cumem_buffer_advise(b, CUMEM_ADVICE_SET_ACCESSED_BY, none),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "need a location");
   CUMEM_EXPECT_ERROR(cumem_buffer_advise(b, static_cast<cumem_advice_t>(42), dev),
                      CUMEM_ERROR_INVALID_ARGUMENT, "advice 42");
   cumem_buffer_release(b);
+  cumem_resource_release(plain);
 }
 
 TEST_F(ManagedTest, Discard) {
