@@ -77,7 +77,8 @@ namespace cumem::driver {
   X(cuLibraryGetKernel, 12000)               \
   X(cuKernelGetAttribute, 12000)             \
   X(cuKernelSetAttribute, 12000)             \
-  X(cuLaunchKernelEx, 11060)
+  X(cuLaunchKernelEx, 11060)                 \
+  X(cuLibraryGetModule, 12000)
 
 // Function pointers; a member is null when the installed driver is older
 // than the version it needs. Use call() or require(), not the members, so
