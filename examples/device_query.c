@@ -13,7 +13,8 @@ static int report(cumem_status_t status, const char* what) {
 int main(void) {
   int32_t count = 0;
   int32_t driver = 0;
-  printf("libcumem %u\n", (unsigned)cumem_version());
+  const uint32_t v = cumem_version();
+  printf("libcumem %u.%u.%u\n", (unsigned)(v / 10000), (unsigned)(v / 100 % 100), (unsigned)(v % 100));
   if (report(cumem_driver_version(&driver), "loading the CUDA driver")) return 1;
   printf("CUDA driver %d.%d\n", driver / 1000, (driver % 1000) / 10);
   if (report(cumem_device_count(&count), "counting devices")) return 1;

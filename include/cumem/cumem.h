@@ -16,6 +16,10 @@
  *  - Every object is reference counted: a function that hands out an object
  *    (`[out] cumem_X_t**`) gives the caller one reference, which the caller
  *    gives back with cumem_X_release(). cumem_X_release(NULL) does nothing.
+ *    A handle is the object's identity: getters such as
+ *    cumem_buffer_resource() return the same pointer value the creator got
+ *    (with one more reference), and cumem_device_get() returns one handle per
+ *    ordinal.
  *    Objects keep what they depend on alive (a buffer its resource, a
  *    resource and a stream their device, a device its primary context).
  *  - Options structs start with `uint32_t struct_size`; fill them with the
@@ -626,8 +630,8 @@ CUMEM_API cumem_status_t cumem_buffer_is_closed(const cumem_buffer_t* buffer,
 /** The stream that frees the buffer when it is closed with no stream or
  *  released. Default: the stream it was allocated on (NULL there: the legacy
  *  default stream); none for wrapped and registered memory, which is then
- *  released at once. Retains `stream` ([in][optional]: NULL resets to
- *  none). */
+ *  released at once. Retains `stream` ([in][optional]: NULL resets to none,
+ *  which for resource memory means the legacy default stream). */
 CUMEM_API cumem_status_t cumem_buffer_set_deallocation_stream(
     cumem_buffer_t* buffer, const cumem_stream_t* stream);
 
@@ -663,8 +667,9 @@ CUMEM_API cumem_status_t cumem_buffer_copy_region(cumem_buffer_t* dst,
                                                   const cumem_stream_t* stream);
 /** Fills the buffer with `value` repeated, each `width` bytes (1, 2 or 4;
  *  the low bytes of value in host byte order).
- *  CUMEM_ERROR_INVALID_ARGUMENT: width not 1, 2 or 4, or value does not fit
- *  in width bytes. CUMEM_ERROR_SIZE_MISMATCH: size not a multiple of width.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: width not 1, 2 or 4, value does not fit in
+ *  width bytes, or (device-accessible memory) the address is not aligned to
+ *  width. CUMEM_ERROR_SIZE_MISMATCH: size not a multiple of width.
  *  CUMEM_ERROR_WRONG_DEVICE: device memory filled on another device's
  *  stream. */
 CUMEM_API cumem_status_t cumem_buffer_fill(cumem_buffer_t* buffer, uint32_t value,
@@ -680,17 +685,20 @@ CUMEM_API cumem_status_t cumem_buffer_slice(cumem_buffer_t* buffer, size_t offse
 /** Called once when a wrapped buffer is closed or released. */
 typedef void (*cumem_release_fn)(void* ptr, size_t size, void* user_data);
 
-/** Takes ownership of [ptr, ptr+size), allocated from `resource` (by its raw
- *  allocate or the matching native call): closing frees it through the
- *  resource and the resource's statistics count it from now on.
+/** Takes ownership of [ptr, ptr+size), which cumem_resource_allocate_raw of
+ *  `resource` returned with this size: closing frees it through the resource
+ *  (the statistics, which counted the raw allocation, then drop it).
  *  ptr NULL is only allowed with size 0. */
 CUMEM_API cumem_status_t cumem_buffer_wrap_owned(cumem_resource_t* resource,
                                                  void* ptr, size_t size,
                                                  cumem_buffer_t** out_buffer);
 /** Wraps memory libcumem does not own. Closing or the last release calls
- *  `release_fn(ptr, size, user_data)` if it is not NULL. Device and
- *  accessibility come from the driver's pointer attributes (plain host
- *  memory when there is no driver or the driver does not know ptr). */
+ *  `release_fn(ptr, size, user_data)` once, if it is not NULL, on the thread
+ *  that closes or drops the last reference; it may call libcumem (but not
+ *  release this buffer). When this call fails, release_fn is never called.
+ *  Device and accessibility come from the driver's pointer attributes (plain
+ *  host memory when there is no driver or the driver does not know ptr).
+ *  CUMEM_ERROR_INVALID_ARGUMENT: ptr NULL with size > 0. */
 CUMEM_API cumem_status_t cumem_buffer_wrap(void* ptr, size_t size,
                                            cumem_release_fn release_fn,
                                            void* user_data,
@@ -765,8 +773,7 @@ typedef struct cumem_program_options_t {
   { (uint32_t)sizeof(cumem_program_options_t), CUMEM_CODE_CUBIN, NULL, NULL, 0u, NULL, 0u, NULL }
 CUMEM_API void cumem_program_options_init(cumem_program_options_t* options);
 
-/** The version of NVRTC, loading it if it is not loaded yet (from
- *  $CUMEM_LIBNVRTC, else libnvrtc.so.13, else libnvrtc.so.12, as
+/** The version of NVRTC, loading it if it is not loaded yet (as
  *  cumem_program_compile does), e.g. 13 and 0. Needs no CUDA driver or
  *  device, so it also tells whether compiling can work at all.
  *  [out] out_major, [out] out_minor.
@@ -775,11 +782,16 @@ CUMEM_API void cumem_program_options_init(cumem_program_options_t* options);
 CUMEM_API cumem_status_t cumem_nvrtc_version(int32_t* out_major, int32_t* out_minor);
 
 /** Compiles CUDA C++ `source` (NUL-terminated) with NVRTC for `device`.
- *  NVRTC is loaded on first use: $CUMEM_LIBNVRTC, else libnvrtc.so.13, else
- *  libnvrtc.so.12.
+ *  NVRTC is loaded on first use: the file $CUMEM_LIBNVRTC names if set;
+ *  else libnvrtc.so.13, then libnvrtc.so.12 through the loader's search
+ *  path, then in the lib64 folders of $CUDA_HOME, $CUDA_PATH and the toolkit
+ *  libcumem was built against.
  *  CUMEM_ERROR_NO_COMPILER: NVRTC cannot be loaded (paths in the message).
  *  CUMEM_ERROR_COMPILATION: the source does not compile; the message holds
- *  the compiler's log. */
+ *  the compiler's log.
+ *  CUMEM_ERROR_NOT_SUPPORTED: this NVRTC cannot target the device.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: an option NVRTC rejects, an unknown arch,
+ *  or a compute_XY arch with CUMEM_CODE_CUBIN. */
 CUMEM_API cumem_status_t cumem_program_compile(const cumem_device_t* device,
                                                const char* source,
                                                const cumem_program_options_t* options,
@@ -789,7 +801,8 @@ CUMEM_API void cumem_program_release(cumem_program_t* program);
 /** The compiler's log (warnings), NUL-terminated, possibly "". Borrowed. */
 CUMEM_API cumem_status_t cumem_program_log(const cumem_program_t* program,
                                            const char** out_log);
-/** The compiled code (cubin or PTX as asked). Borrowed. */
+/** The compiled code (cubin or PTX as asked). Borrowed. For PTX, *out_size
+ *  counts the terminating NUL. */
 CUMEM_API cumem_status_t cumem_program_code(const cumem_program_t* program,
                                             const void** out_code,
                                             size_t* out_size);
@@ -802,10 +815,12 @@ CUMEM_API cumem_status_t cumem_program_lowered_name(const cumem_program_t* progr
 CUMEM_API cumem_status_t cumem_program_load(const cumem_program_t* program,
                                             cumem_library_t** out_library);
 
-/** Loads precompiled cubin, PTX (NUL-terminated) or fatbin bytes. `size` is
- *  used to check that the image is not empty.
- *  CUMEM_ERROR_DRIVER: the driver rejects the image (its error in the
- *  message). */
+/** Loads precompiled cubin, PTX (NUL-terminated) or fatbin bytes of `size`
+ *  bytes, checking that the driver can use them before returning.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: size 0, or an image that is neither ELF nor
+ *  fatbin and has no NUL within `size` (it cannot be PTX).
+ *  CUMEM_ERROR_DRIVER (or the status of the driver's error, such as
+ *  CUMEM_ERROR_OUT_OF_MEMORY): the driver rejects the image. */
 CUMEM_API cumem_status_t cumem_library_load_data(const cumem_device_t* device,
                                                  const void* image, size_t size,
                                                  cumem_library_t** out_library);
@@ -852,9 +867,13 @@ typedef struct cumem_launch_config_t {
   { (uint32_t)sizeof(cumem_launch_config_t), {1u, 1u, 1u}, {1u, 1u, 1u}, 0u, {0u, 0u, 0u} }
 CUMEM_API void cumem_launch_config_init(cumem_launch_config_t* config);
 
-/** Launches `kernel` on `stream` ([in][optional]) with `config`.
- *  `args` holds num_args pointers, each to one argument's value, in the
- *  kernel's parameter order (as cuLaunchKernel takes them).
+/** Launches `kernel` on `stream` ([in][optional]) with `config` ([in],
+ *  required: it carries the grid and block). `args` holds num_args
+ *  pointers, each to one argument's value, in the kernel's parameter order
+ *  (as cuLaunchKernel takes them; a wrong count is undefined behaviour, as
+ *  there). Dynamic shared memory above the kernel's current allowance but
+ *  within the device's opt-in limit raises the kernel's allowance for good
+ *  (max_dynamic_shared_size_bytes shows it).
  *  CUMEM_ERROR_INVALID_LAUNCH_CONFIG: a zero dimension, threads per block
  *  above the kernel's maximum, dynamic shared memory above what the kernel
  *  may use, a cluster shape on a device without clusters or not dividing

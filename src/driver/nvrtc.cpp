@@ -21,12 +21,28 @@ const char* const install_hint =
     "install NVRTC (the CUDA toolkit's cuda-nvrtc package), put its lib directory on "
     "LD_LIBRARY_PATH, or set $CUMEM_LIBNVRTC to the library's path";
 
+// The sonames through the loader's search path first; then the lib64
+// folders of the toolkits named by the environment and of the one libcumem
+// was built against, which the loader often does not search.
+std::vector<std::string> default_candidates() {
+  std::vector<std::string> c{"libnvrtc.so.13", "libnvrtc.so.12"};
+  std::vector<std::string> roots;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* v = std::getenv(var); v && *v) roots.push_back(v);
+#ifdef CUMEM_CUDA_ROOT
+  roots.push_back(CUMEM_CUDA_ROOT);
+#endif
+  for (const std::string& root : roots)
+    for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12"})
+      c.push_back(root + "/lib64/" + name);
+  return c;
+}
+
 void load(Loaded& out) {
   const char* env = std::getenv("CUMEM_LIBNVRTC");
   const bool from_env = env && *env;
   const std::vector<std::string> candidates =
-      from_env ? std::vector<std::string>{env}
-               : std::vector<std::string>{"libnvrtc.so.13", "libnvrtc.so.12"};
+      from_env ? std::vector<std::string>{env} : default_candidates();
   std::string tried;
   void* lib = nullptr;
   for (const std::string& path : candidates) {
