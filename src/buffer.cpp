@@ -70,32 +70,33 @@ BufferInfo info_from_pointer(void* ptr, size_t size, Ref<Device>& device) {
 
 }  // namespace
 
-Ref<Buffer> Buffer::allocate(Ref<Resource> resource, size_t size, const Stream* stream) {
-  Ref<Buffer> buffer = Ref<Buffer>::adopt(new Buffer);  // before the memory: nothing to leak
-  void* ptr = resource->allocate(size, stream);
-  Buffer& b = *buffer;
-  b.ptr_ = ptr;
-  b.size_ = size;
-  b.owner_ = Owner::resource;
-  b.info_ = info_from(resource->properties(), ptr, size);
-  if (resource->device()) b.device_ = Ref<Device>::share(const_cast<Device*>(resource->device()));
-  if (stream) b.deallocation_stream_ = Ref<Stream>::share(const_cast<Stream*>(stream));
-  b.resource_ = std::move(resource);
-  return buffer;
-}
-
-Ref<Buffer> Buffer::wrap_owned(Ref<Resource> resource, void* ptr, size_t size) {
-  if (!ptr && size != 0)
-    fail(Status::invalid_argument, "ptr is NULL but size is " + std::to_string(size));
+Ref<Buffer> Buffer::owned_by(Ref<Resource> resource, void* ptr, size_t size,
+                              const Stream* stream) {
   Ref<Buffer> buffer = Ref<Buffer>::adopt(new Buffer);
   Buffer& b = *buffer;
   b.ptr_ = ptr;
   b.size_ = size;
   b.owner_ = Owner::resource;
   b.info_ = info_from(resource->properties(), ptr, size);
-  if (resource->device()) b.device_ = Ref<Device>::share(const_cast<Device*>(resource->device()));
+  if (stream) b.deallocation_stream_ = Ref<Stream>::share(const_cast<Stream*>(stream));
   b.resource_ = std::move(resource);
   return buffer;
+}
+
+Ref<Buffer> Buffer::allocate(Ref<Resource> resource, size_t size, const Stream* stream) {
+  void* ptr = resource->allocate(size, stream);
+  try {
+    return owned_by(resource, ptr, size, stream);
+  } catch (...) {
+    resource->deallocate(ptr, size, stream);  // no buffer: give the memory back
+    throw;
+  }
+}
+
+Ref<Buffer> Buffer::wrap_owned(Ref<Resource> resource, void* ptr, size_t size) {
+  if (!ptr && size != 0)
+    fail(Status::invalid_argument, "ptr is NULL but size is " + std::to_string(size));
+  return owned_by(std::move(resource), ptr, size, nullptr);
 }
 
 Ref<Buffer> Buffer::wrap(void* ptr, size_t size, ReleaseFn release, void* user_data) {

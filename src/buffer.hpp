@@ -68,10 +68,15 @@ class Buffer : public Object {
   // none: nothing to free (yet), as while a factory is still filling it in.
   enum class Owner { none, resource, callback, registered, slice };
   Buffer() : Object(Tag::buffer) {}
+  // A buffer that frees [ptr, ptr+size) through `resource`.
+  static Ref<Buffer> owned_by(Ref<Resource> resource, void* ptr, size_t size,
+                              const Stream* stream);
   ~Buffer() override;
   void free_memory(const Stream* stream);
   // The device whose context driver calls on this memory use, or null.
-  const Device* context_device() const noexcept { return device_.get(); }
+  const Device* context_device() const noexcept {
+    return device_ ? device_.get() : resource_ ? resource_->device() : nullptr;
+  }
   void require_managed(const char* operation) const;
 
   void* ptr_ = nullptr;
@@ -80,7 +85,7 @@ class Buffer : public Object {
   BufferInfo info_;
   Ref<Resource> resource_;
   Ref<Buffer> parent_;
-  Ref<Device> device_;
+  Ref<Device> device_;  // for memory no resource owns (wrapped, registered)
   Ref<Stream> deallocation_stream_;
   ReleaseFn release_ = nullptr;
   void* user_data_ = nullptr;

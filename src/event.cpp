@@ -43,7 +43,7 @@ bool Event::query() const {
   ScopedContext scope(*device_);
   const CUresult r = CUMEM_CU_RESULT(cuEventQuery, (handle_));
   if (r == CUDA_ERROR_NOT_READY) return false;
-  driver::check(r, "cuEventQuery", "querying an event of " + device_->describe());
+  if (r != CUDA_SUCCESS) driver::check(r, "cuEventQuery", "querying an event of " + device_->describe());
   return true;
 }
 

@@ -112,13 +112,15 @@ void check(CUresult result, const char* function, const std::string& what);
 
 // CUMEM_CU(cuMemAlloc, (&ptr, size), "allocating 4 bytes"): calls the entry
 // point through the table and checks the result; a missing entry point is
-// CUMEM_ERROR_NOT_SUPPORTED.
-#define CUMEM_CU(name, args, what)                                          \
-  do {                                                                      \
-    const auto& cumem_drv_ = ::cumem::driver::get();                        \
-    if (!cumem_drv_.name##_fn)                                              \
-      ::cumem::driver::missing(#name, ::cumem::driver::version_of_##name);  \
-    ::cumem::driver::check(cumem_drv_.name##_fn args, #name, what);         \
+// CUMEM_ERROR_NOT_SUPPORTED. `what` is only evaluated on failure, so hot
+// paths build no message strings.
+#define CUMEM_CU(name, args, what)                                              \
+  do {                                                                          \
+    const auto& cumem_drv_ = ::cumem::driver::get();                            \
+    if (!cumem_drv_.name##_fn)                                                  \
+      ::cumem::driver::missing(#name, ::cumem::driver::version_of_##name);      \
+    const CUresult cumem_result_ = cumem_drv_.name##_fn args;                   \
+    if (cumem_result_ != CUDA_SUCCESS) ::cumem::driver::check(cumem_result_, #name, what); \
   } while (0)
 
 // CUMEM_CU_RESULT(cuStreamQuery, (s)): the raw CUresult, for calls whose

@@ -128,6 +128,7 @@ void launch(const Kernel& kernel, const Stream* stream, const LaunchConfig& conf
   // driver picks the kernel's code for the current context.
   const CUresult r = CUMEM_CU_RESULT(
       cuLaunchKernelEx, (&native, reinterpret_cast<CUfunction>(kernel.handle()), args, nullptr));
+  if (r == CUDA_SUCCESS) return;  // the message below is for failures only: keep launches cheap
   const std::string what =
       "launching " + kernel.describe() + " with grid " + dims(config.grid) + ", block " +
       dims(config.block) + ", " + std::to_string(config.shared_memory_bytes) +
