@@ -1,0 +1,160 @@
+// libcumem against the raw CUDA driver, in one process and one run:
+// stream-ordered allocate + free from the device's default pool (through the
+// driver, libcumem's raw pair and libcumem buffers) and device-to-device
+// copies. Run: build/bench/bench_memory (needs a GPU; skips otherwise).
+#include <benchmark/benchmark.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cumem/cumem.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+
+// The driver entry points the baselines call, from the same libcuda.so.1
+// libcumem loads (so that the benchmark also runs, skipping, without one).
+struct Driver {
+  PFN_cuMemAllocFromPoolAsync_v11020 alloc = nullptr;
+  PFN_cuMemFreeAsync_v11020 free = nullptr;
+  PFN_cuMemcpyAsync_v4000 copy = nullptr;
+  bool load() {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return false;
+    alloc = reinterpret_cast<PFN_cuMemAllocFromPoolAsync_v11020>(dlsym(lib, "cuMemAllocFromPoolAsync"));
+    free = reinterpret_cast<PFN_cuMemFreeAsync_v11020>(dlsym(lib, "cuMemFreeAsync"));
+    copy = reinterpret_cast<PFN_cuMemcpyAsync_v4000>(dlsym(lib, "cuMemcpyAsync"));
+    return alloc && free && copy;
+  }
+};
+
+struct Setup {
+  bool ok = false;
+  cumem_device_t* device = nullptr;
+  cumem_stream_t* stream = nullptr;
+  cumem_resource_t* pool = nullptr;  // the device's default pool
+  CUstream native_stream = nullptr;
+  CUmemoryPool native_pool = nullptr;
+  Driver driver;
+};
+
+Setup& setup() {
+  static Setup s = [] {
+    Setup r;
+    int32_t count = 0;
+    if (cumem_device_count(&count) != CUMEM_SUCCESS || count == 0) return r;
+    void* stream = nullptr;
+    void* pool = nullptr;
+    if (!r.driver.load()) return r;
+    if (cumem_device_get(0, &r.device) != CUMEM_SUCCESS ||
+        cumem_device_set_current(r.device) != CUMEM_SUCCESS ||
+        cumem_stream_create(r.device, nullptr, &r.stream) != CUMEM_SUCCESS ||
+        cumem_stream_native(r.stream, &stream) != CUMEM_SUCCESS ||
+        cumem_device_resource_create(r.device, nullptr, &r.pool) != CUMEM_SUCCESS ||
+        cumem_resource_pool_native(r.pool, &pool) != CUMEM_SUCCESS) {
+      std::fprintf(stderr, "setup failed: %s\n", cumem_last_error_message());
+      return r;
+    }
+    r.native_stream = static_cast<CUstream>(stream);
+    r.native_pool = static_cast<CUmemoryPool>(pool);
+    r.ok = true;
+    return r;
+  }();
+  return s;
+}
+
+bool usable(benchmark::State& state) {
+  if (setup().ok) return true;
+  state.SkipWithError("no CUDA device");
+  return false;
+}
+
+void driver_pool_alloc_free(benchmark::State& state) {
+  if (!usable(state)) return;
+  const Setup& s = setup();
+  const size_t size = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    CUdeviceptr p = 0;
+    if (s.driver.alloc(&p, size, s.native_pool, s.native_stream) != CUDA_SUCCESS ||
+        s.driver.free(p, s.native_stream) != CUDA_SUCCESS) {
+      state.SkipWithError("driver call failed");
+      break;
+    }
+  }
+  cumem_stream_synchronize(s.stream);
+}
+
+void cumem_raw_alloc_free(benchmark::State& state) {
+  if (!usable(state)) return;
+  const Setup& s = setup();
+  const size_t size = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    void* p = nullptr;
+    if (cumem_resource_allocate_raw(s.pool, size, s.stream, &p) != CUMEM_SUCCESS ||
+        cumem_resource_deallocate_raw(s.pool, p, size, s.stream) != CUMEM_SUCCESS) {
+      state.SkipWithError(cumem_last_error_message());
+      break;
+    }
+  }
+  cumem_stream_synchronize(s.stream);
+}
+
+void cumem_buffer_alloc_close(benchmark::State& state) {
+  if (!usable(state)) return;
+  const Setup& s = setup();
+  const size_t size = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    cumem_buffer_t* b = nullptr;
+    if (cumem_resource_allocate(s.pool, size, s.stream, &b) != CUMEM_SUCCESS) {
+      state.SkipWithError(cumem_last_error_message());
+      break;
+    }
+    cumem_buffer_release(b);  // closes on the allocation's stream
+  }
+  cumem_stream_synchronize(s.stream);
+}
+
+// Device-to-device copies of 1 GiB; bytes/s counts the bytes copied.
+void copy_d2d(benchmark::State& state, bool through_cumem) {
+  if (!usable(state)) return;
+  const Setup& s = setup();
+  const size_t size = size_t{1} << 30;
+  cumem_buffer_t* a = nullptr;
+  cumem_buffer_t* b = nullptr;
+  void* pa = nullptr;
+  void* pb = nullptr;
+  if (cumem_resource_allocate(s.pool, size, s.stream, &a) != CUMEM_SUCCESS ||
+      cumem_resource_allocate(s.pool, size, s.stream, &b) != CUMEM_SUCCESS ||
+      cumem_buffer_fill(a, 0x5A, 1, s.stream) != CUMEM_SUCCESS ||
+      cumem_buffer_ptr(a, &pa) != CUMEM_SUCCESS || cumem_buffer_ptr(b, &pb) != CUMEM_SUCCESS) {
+    state.SkipWithError(cumem_last_error_message());
+    return;
+  }
+  cumem_stream_synchronize(s.stream);
+  for (auto _ : state) {
+    const bool ok = through_cumem
+        ? cumem_buffer_copy_to(a, b, s.stream) == CUMEM_SUCCESS
+        : s.driver.copy(reinterpret_cast<CUdeviceptr>(pb), reinterpret_cast<CUdeviceptr>(pa),
+                        size, s.native_stream) == CUDA_SUCCESS;
+    if (!ok) {
+      state.SkipWithError("copy failed");
+      break;
+    }
+    cumem_stream_synchronize(s.stream);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(size));
+  cumem_buffer_release(a);
+  cumem_buffer_release(b);
+  cumem_stream_synchronize(s.stream);
+}
+
+}  // namespace
+
+BENCHMARK(driver_pool_alloc_free)->Arg(256)->Arg(1 << 20);
+BENCHMARK(cumem_raw_alloc_free)->Arg(256)->Arg(1 << 20);
+BENCHMARK(cumem_buffer_alloc_close)->Arg(256)->Arg(1 << 20);
+BENCHMARK_CAPTURE(copy_d2d, driver, false)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(copy_d2d, cumem, true)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();
