@@ -53,7 +53,8 @@ void print_device(const cumem::Device& device) {
 }  // namespace
 
 int main() {
-  std::printf("libcumem %u\n", static_cast<unsigned>(cumem::version()));
+  const unsigned v = cumem::version();
+  std::printf("libcumem %u.%u.%u\n", v / 10000, v / 100 % 100, v % 100);
   try {
     const int32_t driver = cumem::driver_version();
     std::printf("CUDA driver %d.%d\n", driver / 1000, (driver % 1000) / 10);
