@@ -187,7 +187,7 @@ CUMEM_EXPORT cumem_status_t cumem_buffer_wrap(void* ptr, size_t size, cumem_rele
 CUMEM_EXPORT cumem_status_t cumem_buffer_register_host(const cumem_device_t* device, void* ptr,
                                                        size_t size, cumem_buffer_t** out_buffer) {
   CUMEM_TRY
-  Ref<Device> d = Ref<Device>::share(&const_cast<Device&>(object(device, "device")));
+  Ref<Device> d = ref(device, "device");
   out(out_buffer, "out_buffer");
   *out_buffer = to_handle<cumem_buffer_t>(Buffer::register_host(std::move(d), ptr, size));
   CUMEM_CATCH

@@ -71,6 +71,13 @@ auto* optional(Handle* handle, const char* name) {
   return handle ? &object(handle, name) : static_cast<P>(nullptr);
 }
 
+// A new reference to the object behind a handle that must not be NULL.
+template <class Handle>
+auto ref(Handle* handle, const char* name) {
+  using T = typename Traits<std::remove_const_t<Handle>>::Object;
+  return Ref<T>::share(const_cast<T*>(&object(handle, name)));
+}
+
 // A new reference to `obj`, as a handle.
 template <class Handle, class T>
 Handle* to_handle(Ref<T> obj) {

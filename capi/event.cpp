@@ -19,7 +19,7 @@ CUMEM_EXPORT cumem_status_t cumem_event_create(const cumem_device_t* device,
                                                const cumem_event_options_t* options,
                                                cumem_event_t** out_event) {
   CUMEM_TRY
-  Ref<Device> d = Ref<Device>::share(&const_cast<Device&>(object(device, "device")));
+  Ref<Device> d = ref(device, "device");
   out(out_event, "out_event");
   const auto o = read_options(options, default_event_options, "options");
   *out_event = to_handle<cumem_event_t>(

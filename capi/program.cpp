@@ -21,10 +21,6 @@ const cumem_program_options_t default_program_options = CUMEM_PROGRAM_OPTIONS_IN
 const cumem_launch_config_t default_launch_config = CUMEM_LAUNCH_CONFIG_INIT;
 const cumem_kernel_attributes_t default_kernel_attributes = CUMEM_KERNEL_ATTRIBUTES_INIT;
 
-Ref<Device> device_ref(const cumem_device_t* device) {
-  return Ref<Device>::share(&const_cast<Device&>(object(device, "device")));
-}
-
 // A (list, count) pair of C strings, checked: the list may be NULL only
 // when count is 0, and no entry may be NULL.
 std::vector<std::string> string_list(const char* const* list, uint32_t count,
@@ -79,7 +75,7 @@ CUMEM_EXPORT cumem_status_t cumem_program_compile(const cumem_device_t* device,
                                                   const cumem_program_options_t* options,
                                                   cumem_program_t** out_program) {
   CUMEM_TRY
-  Ref<Device> d = device_ref(device);
+  Ref<Device> d = ref(device, "device");
   if (!source) null_argument("source");
   out(out_program, "out_program");
   const CompileOptions o = compile_options(options);
@@ -142,7 +138,7 @@ CUMEM_EXPORT cumem_status_t cumem_library_load_data(const cumem_device_t* device
                                                     const void* image, size_t size,
                                                     cumem_library_t** out_library) {
   CUMEM_TRY
-  Ref<Device> d = device_ref(device);
+  Ref<Device> d = ref(device, "device");
   if (!image) null_argument("image");
   out(out_library, "out_library");
   *out_library = to_handle<cumem_library_t>(Library::load(std::move(d), image, size));

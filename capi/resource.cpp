@@ -13,10 +13,6 @@ const cumem_pool_options_t default_pool_options = CUMEM_POOL_OPTIONS_INIT;
 const cumem_managed_resource_options_t default_managed_options =
     CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
 
-Ref<Device> device_ref(const cumem_device_t* device, const char* name = "device") {
-  return Ref<Device>::share(&const_cast<Device&>(object(device, name)));
-}
-
 PoolOptions pool_options(const cumem_pool_options_t* options) {
   const auto o = read_options(options, default_pool_options, "options");
   PoolOptions p;
@@ -52,7 +48,7 @@ CUMEM_EXPORT cumem_status_t cumem_device_resource_create(const cumem_device_t* d
                                                          const cumem_pool_options_t* options,
                                                          cumem_resource_t** out_resource) {
   CUMEM_TRY
-  Ref<Device> d = device_ref(device);
+  Ref<Device> d = ref(device, "device");
   out(out_resource, "out_resource");
   *out_resource = to_handle<cumem_resource_t>(create_device_resource(std::move(d), pool_options(options)));
   CUMEM_CATCH
@@ -62,7 +58,7 @@ CUMEM_EXPORT cumem_status_t cumem_pinned_resource_create(const cumem_device_t* d
                                                          const cumem_pool_options_t* options,
                                                          cumem_resource_t** out_resource) {
   CUMEM_TRY
-  Ref<Device> d = device_ref(device);
+  Ref<Device> d = ref(device, "device");
   out(out_resource, "out_resource");
   *out_resource = to_handle<cumem_resource_t>(create_pinned_resource(std::move(d), pool_options(options)));
   CUMEM_CATCH
@@ -71,7 +67,7 @@ CUMEM_EXPORT cumem_status_t cumem_pinned_resource_create(const cumem_device_t* d
 CUMEM_EXPORT cumem_status_t cumem_legacy_pinned_resource_create(const cumem_device_t* device,
                                                                 cumem_resource_t** out_resource) {
   CUMEM_TRY
-  Ref<Device> d = device_ref(device);
+  Ref<Device> d = ref(device, "device");
   out(out_resource, "out_resource");
   *out_resource = to_handle<cumem_resource_t>(create_legacy_pinned_resource(std::move(d)));
   CUMEM_CATCH
@@ -81,7 +77,7 @@ CUMEM_EXPORT cumem_status_t cumem_managed_resource_create(
     const cumem_device_t* device, const cumem_managed_resource_options_t* options,
     cumem_resource_t** out_resource) {
   CUMEM_TRY
-  Ref<Device> d = device_ref(device);
+  Ref<Device> d = ref(device, "device");
   out(out_resource, "out_resource");
   const auto o = read_options(options, default_managed_options, "options");
   Location preferred{static_cast<LocationType>(o.preferred_location.type), o.preferred_location.id};

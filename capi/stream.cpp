@@ -9,10 +9,6 @@ using namespace cumem::capi;
 
 namespace {
 const cumem_stream_options_t default_stream_options = CUMEM_STREAM_OPTIONS_INIT;
-
-Ref<Device> device_ref(const cumem_device_t* device) {
-  return Ref<Device>::share(&const_cast<Device&>(object(device, "device")));
-}
 }  // namespace
 
 CUMEM_EXPORT void cumem_stream_options_init(cumem_stream_options_t* options) {
@@ -23,7 +19,7 @@ CUMEM_EXPORT cumem_status_t cumem_stream_create(const cumem_device_t* device,
                                                 const cumem_stream_options_t* options,
                                                 cumem_stream_t** out_stream) {
   CUMEM_TRY
-  Ref<Device> d = device_ref(device);
+  Ref<Device> d = ref(device, "device");
   out(out_stream, "out_stream");
   const auto o = read_options(options, default_stream_options, "options");
   if (o.priority_mode != CUMEM_PRIORITY_CLAMP && o.priority_mode != CUMEM_PRIORITY_REJECT)
@@ -40,7 +36,7 @@ CUMEM_EXPORT cumem_status_t cumem_stream_create(const cumem_device_t* device,
 CUMEM_EXPORT cumem_status_t cumem_stream_wrap(const cumem_device_t* device, void* native_stream,
                                               cumem_stream_t** out_stream) {
   CUMEM_TRY
-  Ref<Device> d = device_ref(device);
+  Ref<Device> d = ref(device, "device");
   out(out_stream, "out_stream");
   if (!native_stream) null_argument("native_stream");
   *out_stream = to_handle<cumem_stream_t>(
@@ -51,7 +47,7 @@ CUMEM_EXPORT cumem_status_t cumem_stream_wrap(const cumem_device_t* device, void
 CUMEM_EXPORT cumem_status_t cumem_stream_legacy_default(const cumem_device_t* device,
                                                         cumem_stream_t** out_stream) {
   CUMEM_TRY
-  Ref<Device> d = device_ref(device);
+  Ref<Device> d = ref(device, "device");
   out(out_stream, "out_stream");
   *out_stream = to_handle<cumem_stream_t>(Stream::legacy_default(std::move(d)));
   CUMEM_CATCH
@@ -60,7 +56,7 @@ CUMEM_EXPORT cumem_status_t cumem_stream_legacy_default(const cumem_device_t* de
 CUMEM_EXPORT cumem_status_t cumem_stream_per_thread_default(const cumem_device_t* device,
                                                             cumem_stream_t** out_stream) {
   CUMEM_TRY
-  Ref<Device> d = device_ref(device);
+  Ref<Device> d = ref(device, "device");
   out(out_stream, "out_stream");
   *out_stream = to_handle<cumem_stream_t>(Stream::per_thread_default(std::move(d)));
   CUMEM_CATCH
