@@ -512,7 +512,9 @@ CUMEM_API cumem_status_t cumem_resource_allocate(cumem_resource_t* resource,
 
 /** The raw pair, for hot paths and other allocators: no buffer object.
  *  The pointer must go back through cumem_resource_deallocate_raw with the
- *  same size. size 0 gives NULL. Statistics count both. */
+ *  same size, while the caller still holds a reference to the resource (a
+ *  raw pointer does not keep its resource alive, unlike a buffer).
+ *  size 0 gives NULL. Statistics count both. */
 CUMEM_API cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resource,
                                                      size_t size,
                                                      const cumem_stream_t* stream,
