@@ -7,6 +7,17 @@
  *
  * Conventions, valid for every function below unless its comment says
  * otherwise:
+ *  - Parameters: pointers named out_* and the out structs (props, stats,
+ *    info, attributes of the _get_ calls) are [out]; every other parameter
+ *    is [in]. Only these may be NULL ([in][optional]): options structs,
+ *    stream arguments, release_fn/user_data of cumem_buffer_wrap, and args
+ *    of cumem_launch when num_args is 0.
+ *  - Errors every call can give besides those listed with it:
+ *    CUMEM_ERROR_INVALID_ARGUMENT (a NULL or dead handle, a NULL out
+ *    pointer, a struct_size below 4), CUMEM_ERROR_NO_DRIVER (the call needs
+ *    the CUDA driver and it cannot be loaded), CUMEM_ERROR_DRIVER (the
+ *    driver failed; its error name and what was being done are in the
+ *    message), CUMEM_ERROR_INTERNAL (a bug: please report the message).
  *  - Every function that can fail returns cumem_status_t. Results come back
  *    through out-parameters placed last; on failure they are left untouched.
  *  - After a failure, cumem_last_error_message() returns a sentence for it
