@@ -95,6 +95,27 @@ int Device::attribute(CUdevice_attribute attribute) const {
   return value;
 }
 
+const DeviceLimits& Device::limits() const {
+  std::call_once(limits_once_, [this] {
+    DeviceLimits l;
+    const CUdevice_attribute grid[3] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+                                        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+                                        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+    const CUdevice_attribute block[3] = {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+                                         CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+                                         CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z};
+    for (int i = 0; i < 3; ++i) {
+      l.max_grid[i] = attribute(grid[i]);
+      l.max_block[i] = attribute(block[i]);
+    }
+    l.max_shared_memory_per_block_optin =
+        attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    l.cluster_launch = attribute(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH) != 0;
+    limits_ = l;  // only on success: a throw leaves the flag unset for a retry
+  });
+  return limits_;
+}
+
 DeviceProperties Device::properties() const {
   DeviceProperties p;
   p.ordinal = ordinal_;

@@ -34,6 +34,14 @@ struct DeviceProperties {
   bool cluster_launch = false;
 };
 
+// Launch limits of a device; they never change, so they are read once.
+struct DeviceLimits {
+  int max_grid[3] = {0, 0, 0};
+  int max_block[3] = {0, 0, 0};
+  int max_shared_memory_per_block_optin = 0;
+  bool cluster_launch = false;
+};
+
 class Device final : public Object {
  public:
   // Number of devices (0 when the driver sees none). Throws no_driver.
@@ -51,6 +59,7 @@ class Device final : public Object {
 
   DeviceProperties properties() const;
   int attribute(CUdevice_attribute attribute) const;
+  const DeviceLimits& limits() const;
   void set_current() const;
   void synchronize() const;
   void memory_info(uint64_t& free_bytes, uint64_t& total_bytes) const;
@@ -70,6 +79,8 @@ class Device final : public Object {
   mutable std::mutex mutex_;
   mutable uint32_t users_ = 0;
   mutable CUcontext context_ = nullptr;
+  mutable std::once_flag limits_once_;
+  mutable DeviceLimits limits_;
 };
 
 // Makes a device's primary context current for a scope, and restores the

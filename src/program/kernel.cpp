@@ -15,7 +15,10 @@ Ref<Kernel> Kernel::get(Ref<Library> library, const std::string& name) {
              "'; a C++ kernel's name is mangled: declare it extern \"C\" or pass its "
              "lowered name (cumem_program_lowered_name)");
   driver::check(r, "cuLibraryGetKernel", "getting kernel '" + name + "'");
-  return Ref<Kernel>::adopt(new Kernel(std::move(library), handle, name));
+  Ref<Kernel> kernel = Ref<Kernel>::adopt(new Kernel(std::move(library), handle, name));
+  kernel->max_threads_per_block_ = kernel->attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  kernel->static_shared_bytes_ = kernel->attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+  return kernel;
 }
 
 std::string Kernel::describe() const {

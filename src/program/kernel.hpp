@@ -34,6 +34,9 @@ class Kernel : public Object {
   const std::string& name() const noexcept { return name_; }
 
   int attribute(CUfunction_attribute attribute) const;
+  // Constant for the kernel's life; read once when it is created.
+  int max_threads_per_block() const noexcept { return max_threads_per_block_; }
+  int static_shared_bytes() const noexcept { return static_shared_bytes_; }
   KernelAttributes attributes() const;
   // Raises CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to at least
   // `bytes` on the device; never lowers it, so concurrent launches that
@@ -51,6 +54,8 @@ class Kernel : public Object {
   Ref<Library> library_;
   CUkernel handle_;
   std::string name_;
+  int max_threads_per_block_ = 0;
+  int static_shared_bytes_ = 0;
   mutable std::mutex shared_mutex_;  // serialises raise_max_dynamic_shared
 };
 

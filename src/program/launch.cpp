@@ -18,31 +18,26 @@ std::string dims(const uint32_t d[3]) {
 
 void check_dimensions(const Kernel& kernel, const LaunchConfig& c) {
   const Device& device = kernel.device();
-  static const CUdevice_attribute max_grid[3] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
-                                                 CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
-                                                 CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
-  static const CUdevice_attribute max_block[3] = {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
-                                                  CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
-                                                  CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z};
+  const DeviceLimits& limits = device.limits();
   for (int i = 0; i < 3; ++i) {
     if (c.grid[i] == 0 || c.block[i] == 0)
       bad_config("grid " + dims(c.grid) + ", block " + dims(c.block) +
                  " has a zero dimension: every grid and block dimension must be at least 1");
   }
   for (int i = 0; i < 3; ++i) {
-    const int grid_limit = device.attribute(max_grid[i]);
+    const int grid_limit = limits.max_grid[i];
     if (static_cast<int64_t>(c.grid[i]) > grid_limit)
       bad_config("grid " + axis[i] + " dimension " + std::to_string(c.grid[i]) +
                  " exceeds the maximum grid " + axis[i] + " dimension " +
                  std::to_string(grid_limit) + " of " + device.describe());
-    const int block_limit = device.attribute(max_block[i]);
+    const int block_limit = limits.max_block[i];
     if (static_cast<int64_t>(c.block[i]) > block_limit)
       bad_config("block " + axis[i] + " dimension " + std::to_string(c.block[i]) +
                  " exceeds the maximum block " + axis[i] + " dimension " +
                  std::to_string(block_limit) + " of " + device.describe());
   }
   const uint64_t threads = uint64_t{c.block[0]} * c.block[1] * c.block[2];
-  const int max_threads = kernel.attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  const int max_threads = kernel.max_threads_per_block();
   if (threads > static_cast<uint64_t>(max_threads))
     bad_config("block " + dims(c.block) + " has " + std::to_string(threads) +
                " threads, above the maximum threads per block of " + kernel.describe() +
@@ -56,9 +51,8 @@ void check_shared_memory(const Kernel& kernel, const LaunchConfig& c) {
   if (c.shared_memory_bytes == 0) return;
   const int64_t asked = c.shared_memory_bytes;
   if (asked <= kernel.attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)) return;
-  const Device& device = kernel.device();
-  const int64_t optin = device.attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-  const int64_t static_bytes = kernel.attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+  const int64_t optin = kernel.device().limits().max_shared_memory_per_block_optin;
+  const int64_t static_bytes = kernel.static_shared_bytes();
   if (asked > optin - static_bytes)
     bad_config(std::to_string(asked) + " bytes of dynamic shared memory exceed what " +
                kernel.describe() + " can use: the maximum shared memory per block (opt-in) of " +
@@ -76,7 +70,7 @@ bool check_cluster(const Kernel& kernel, const LaunchConfig& c) {
                " has a zero dimension: use 0x0x0 for no clusters, or make every "
                "dimension at least 1");
   const Device& device = kernel.device();
-  if (device.attribute(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH) == 0)
+  if (!device.limits().cluster_launch)
     bad_config("cluster " + dims(c.cluster) + " asked, but " + device.describe() +
                " does not support thread-block cluster launch (compute capability 9.0 or "
                "newer needed)");
