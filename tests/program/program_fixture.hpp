@@ -95,10 +95,26 @@ class ProgramTest : public GpuTest {
     const cumem_status_t loaded = cumem_program_load(program, &library);
     cumem_program_release(program);
     CUMEM_ASSERT_OK(loaded);
+    kernel_of(library, name, out);
+  }
+
+  // Gets a kernel and releases the caller's reference to `library`.
+  void kernel_of(cumem_library_t* library, const char* name, cumem_kernel_t** out) {
     const cumem_status_t got = cumem_library_get_kernel(library, name, out);
     cumem_library_release(library);
     CUMEM_ASSERT_OK(got);
     kernels.push_back(*out);
+  }
+
+  // Launches add_one over n floats 0, 1, 2, ... on `stream` and checks them.
+  void expect_add_one_works(cumem_kernel_t* kernel, size_t n) {
+    cumem_buffer_t* data = iota_floats(n);
+    ASSERT_NE(data, nullptr);
+    void* data_ptr = ptr(data);
+    void* args[] = {&data_ptr, &n};
+    const cumem_launch_config_t config = config_1d(n);
+    CUMEM_ASSERT_OK(cumem_launch(kernel, stream, &config, args, 2));
+    expect_add_one_ran(data, n);
   }
 
   // A device buffer of n floats holding 0, 1, 2, ...

@@ -88,19 +88,8 @@ TEST_F(ProgramTest, PtxIsLoadedAndJitCompiledByTheDriver) {
   CUMEM_ASSERT_OK(cumem_program_load(program, &library));
   cumem_program_release(program);
   cumem_kernel_t* kernel = nullptr;
-  const cumem_status_t got = cumem_library_get_kernel(library, "add_one", &kernel);
-  cumem_library_release(library);
-  CUMEM_ASSERT_OK(got);
-  kernels.push_back(kernel);
-
-  size_t n = 1024;
-  cumem_buffer_t* data = iota_floats(n);
-  ASSERT_NE(data, nullptr);
-  void* data_ptr = ptr(data);
-  void* args[] = {&data_ptr, &n};
-  const cumem_launch_config_t config = config_1d(n);
-  CUMEM_ASSERT_OK(cumem_launch(kernel, stream, &config, args, 2));
-  expect_add_one_ran(data, n);
+  ASSERT_NO_FATAL_FAILURE(kernel_of(library, "add_one", &kernel));
+  expect_add_one_works(kernel, 1024);
 }
 
 TEST_F(ProgramTest, PrecompiledCubinLoadsFromBytes) {
@@ -117,18 +106,8 @@ TEST_F(ProgramTest, PrecompiledCubinLoadsFromBytes) {
   cumem_library_t* library = nullptr;
   CUMEM_ASSERT_OK(cumem_library_load_data(device, cubin.data(), cubin.size(), &library));
   cumem_kernel_t* kernel = nullptr;
-  const cumem_status_t got = cumem_library_get_kernel(library, "add_one", &kernel);
-  cumem_library_release(library);
-  CUMEM_ASSERT_OK(got);
-  kernels.push_back(kernel);
-  size_t n = 700;
-  cumem_buffer_t* data = iota_floats(n);
-  ASSERT_NE(data, nullptr);
-  void* data_ptr = ptr(data);
-  void* args[] = {&data_ptr, &n};
-  const cumem_launch_config_t config = config_1d(n);
-  CUMEM_ASSERT_OK(cumem_launch(kernel, stream, &config, args, 2));
-  expect_add_one_ran(data, n);
+  ASSERT_NO_FATAL_FAILURE(kernel_of(library, "add_one", &kernel));
+  expect_add_one_works(kernel, 700);
 }
 
 TEST_F(ProgramTest, BadImagesAreRefused) {
