@@ -74,8 +74,6 @@ Ref<Buffer> Buffer::owned_by(Ref<Resource> resource, void* ptr, size_t size,
                               const Stream* stream) {
   Ref<Buffer> buffer = Ref<Buffer>::adopt(new Buffer);
   Buffer& b = *buffer;
-  b.ptr_ = ptr;
-  b.size_ = size;
   b.owner_ = Owner::resource;
   b.info_ = info_from(resource->properties(), ptr, size);
   if (stream) b.deallocation_stream_ = Ref<Stream>::share(const_cast<Stream*>(stream));
@@ -104,8 +102,6 @@ Ref<Buffer> Buffer::wrap(void* ptr, size_t size, ReleaseFn release, void* user_d
     fail(Status::invalid_argument, "ptr is NULL but size is " + std::to_string(size));
   Ref<Buffer> buffer = Ref<Buffer>::adopt(new Buffer);
   Buffer& b = *buffer;
-  b.ptr_ = ptr;
-  b.size_ = size;
   b.owner_ = Owner::callback;
   b.info_ = info_from_pointer(ptr, size, b.device_);
   b.info_.owns_memory = release != nullptr;
@@ -125,8 +121,6 @@ Ref<Buffer> Buffer::register_host(Ref<Device> device, void* ptr, size_t size) {
              "registering " + describe_bytes(size) + " of host memory");
   }
   Buffer& b = *buffer;
-  b.ptr_ = ptr;
-  b.size_ = size;
   b.owner_ = Owner::registered;
   b.info_.ptr = ptr;
   b.info_.size = size;
@@ -140,17 +134,15 @@ Ref<Buffer> Buffer::register_host(Ref<Device> device, void* ptr, size_t size) {
 
 Ref<Buffer> Buffer::slice(size_t offset, size_t length) {
   ensure_open();
-  if (offset > size_ || length > size_ - offset)
+  if (offset > info_.size || length > info_.size - offset)
     fail(Status::out_of_range, "slice [" + std::to_string(offset) + ", " +
                                    std::to_string(offset) + " + " + std::to_string(length) +
-                                   ") overruns the buffer of " + std::to_string(size_) + " bytes");
+                                   ") overruns the buffer of " + std::to_string(info_.size) + " bytes");
   Ref<Buffer> view = Ref<Buffer>::adopt(new Buffer);
   Buffer& s = *view;
-  s.ptr_ = ptr_ ? static_cast<char*>(ptr_) + offset : nullptr;
-  s.size_ = length;
   s.owner_ = Owner::slice;
   s.info_ = info_;
-  s.info_.ptr = s.ptr_;
+  s.info_.ptr = info_.ptr ? static_cast<char*>(info_.ptr) + offset : nullptr;
   s.info_.size = length;
   s.info_.is_slice = true;
   s.info_.owns_memory = false;
@@ -198,16 +190,16 @@ void Buffer::free_memory(const Stream* stream) {
     case Owner::slice:
       return;
     case Owner::resource:
-      resource_->deallocate(ptr_, size_, stream);
+      resource_->deallocate(info_.ptr, info_.size, stream);
       return;
     case Owner::callback:
       if (stream) stream->synchronize();
-      if (release_) release_(ptr_, size_, user_data_);
+      if (release_) release_(info_.ptr, info_.size, user_data_);
       return;
     case Owner::registered: {
       if (stream) stream->synchronize();
       ScopedContext scope(*device_);
-      CUMEM_CU(cuMemHostUnregister, (ptr_), "unregistering " + describe_bytes(size_) + " of host memory");
+      CUMEM_CU(cuMemHostUnregister, (info_.ptr), "unregistering " + describe_bytes(info_.size) + " of host memory");
       return;
     }
   }

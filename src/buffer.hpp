@@ -48,8 +48,8 @@ class Buffer : public Object {
   void ensure_open() const;
   bool closed() const noexcept;
 
-  void* ptr() const { ensure_open(); return ptr_; }
-  size_t size() const { ensure_open(); return size_; }
+  void* ptr() const { ensure_open(); return info_.ptr; }
+  size_t size() const { ensure_open(); return info_.size; }
   BufferInfo info() const;
   // The owning resource (null for foreign and registered memory).
   const Ref<Resource>& resource() const { ensure_open(); return resource_; }
@@ -79,10 +79,8 @@ class Buffer : public Object {
   }
   void require_managed(const char* operation) const;
 
-  void* ptr_ = nullptr;
-  size_t size_ = 0;
   Owner owner_ = Owner::none;
-  BufferInfo info_;
+  BufferInfo info_;  // also the pointer and size
   Ref<Resource> resource_;
   Ref<Buffer> parent_;
   Ref<Device> device_;  // for memory no resource owns (wrapped, registered)

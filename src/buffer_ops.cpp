@@ -44,11 +44,11 @@ void Buffer::copy(Buffer& dst, size_t dst_offset, const Buffer& src, size_t src_
                   size_t length, const Stream* stream) {
   dst.ensure_open();
   src.ensure_open();
-  check_region("destination", dst_offset, length, dst.size_);
-  check_region("source", src_offset, length, src.size_);
+  check_region("destination", dst_offset, length, dst.info_.size);
+  check_region("source", src_offset, length, src.info_.size);
   if (length == 0) return;
-  char* d = static_cast<char*>(dst.ptr_) + dst_offset;
-  const char* s = static_cast<const char*>(src.ptr_) + src_offset;
+  char* d = static_cast<char*>(dst.info_.ptr) + dst_offset;
+  const char* s = static_cast<const char*>(src.info_.ptr) + src_offset;
   const uintptr_t du = reinterpret_cast<uintptr_t>(d), su = reinterpret_cast<uintptr_t>(s);
   if (du < su + length && su < du + length)
     fail(Status::invalid_argument, "the source and destination regions overlap");
@@ -75,23 +75,23 @@ void Buffer::fill(uint32_t value, uint32_t width, const Stream* stream) {
   if (width < 4 && (value >> (8 * width)) != 0)
     fail(Status::invalid_argument, "fill value " + std::to_string(value) + " does not fit in " +
                                        std::to_string(width) + " byte" + (width == 1 ? "" : "s"));
-  if (size_ % width != 0)
-    fail(Status::size_mismatch, "the buffer's size " + std::to_string(size_) +
+  if (info_.size % width != 0)
+    fail(Status::size_mismatch, "the buffer's size " + std::to_string(info_.size) +
                                     " is not a multiple of the fill width " + std::to_string(width));
-  if (size_ == 0) return;
+  if (info_.size == 0) return;
   if (!info_.device_accessible) {
     if (stream) stream->synchronize();
-    char* p = static_cast<char*>(ptr_);
+    char* p = static_cast<char*>(info_.ptr);
     if (width == 1) {
-      std::memset(p, static_cast<int>(value), size_);
+      std::memset(p, static_cast<int>(value), info_.size);
     } else {
       const uint16_t v16 = static_cast<uint16_t>(value);
-      for (size_t i = 0; i < size_; i += width)
+      for (size_t i = 0; i < info_.size; i += width)
         std::memcpy(p + i, width == 2 ? static_cast<const void*>(&v16) : &value, width);
     }
     return;
   }
-  if (reinterpret_cast<uintptr_t>(ptr_) % width != 0)
+  if (reinterpret_cast<uintptr_t>(info_.ptr) % width != 0)
     fail(Status::invalid_argument, "the buffer's address is not aligned to the fill width " +
                                        std::to_string(width));
   if (stream && info_.memory_kind == MemoryKind::device &&
@@ -100,10 +100,10 @@ void Buffer::fill(uint32_t value, uint32_t width, const Stream* stream) {
                                    " on " + stream->describe());
   Ref<Device> holder;
   ScopedContext scope(pick_context(stream, context_device(), nullptr, holder));
-  const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr_);
-  const size_t count = size_ / width;
+  const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(info_.ptr);
+  const size_t count = info_.size / width;
   const CUstream s = native_or_legacy(stream);
-  const std::string what = "filling " + describe_bytes(size_) + " of " +
+  const std::string what = "filling " + describe_bytes(info_.size) + " of " +
                            kind_name(info_.memory_kind) + " memory";
   if (width == 1)
     CUMEM_CU(cuMemsetD8Async, (p, static_cast<unsigned char>(value), count, s), what);
@@ -135,12 +135,12 @@ void Buffer::prefetch(Location location, const Stream* stream) {
     default:
       fail(Status::invalid_argument, "cannot prefetch to " + describe(location));
   }
-  if (size_ == 0) return;
+  if (info_.size == 0) return;
   Ref<Device> holder;
   ScopedContext scope(pick_context(stream, context_device(), nullptr, holder));
   CUMEM_CU(cuMemPrefetchAsync,
-           (reinterpret_cast<CUdeviceptr>(ptr_), size_, to_cu(location), 0, native_or_legacy(stream)),
-           "prefetching " + describe_bytes(size_) + " of managed memory to " + describe(location));
+           (reinterpret_cast<CUdeviceptr>(info_.ptr), info_.size, to_cu(location), 0, native_or_legacy(stream)),
+           "prefetching " + describe_bytes(info_.size) + " of managed memory to " + describe(location));
 }
 
 void Buffer::advise(Advice advice, Location location) {
@@ -152,7 +152,7 @@ void Buffer::advise(Advice advice, Location location) {
   if (!read_mostly && location.type == LocationType::none)
     fail(Status::invalid_argument,
          "the preferred-location and accessed-by advices need a location (a device or the host)");
-  if (size_ == 0) return;
+  if (info_.size == 0) return;
   Ref<Device> holder;
   const Device& ctx = pick_context(nullptr, context_device(), nullptr, holder);
   // The read-mostly advices ignore the location, but the driver still
@@ -160,7 +160,7 @@ void Buffer::advise(Advice advice, Location location) {
   if (read_mostly && location.type == LocationType::none)
     location = Location{LocationType::device, ctx.ordinal()};
   ScopedContext scope(ctx);
-  const CUresult r = CUMEM_CU_RESULT(cuMemAdvise, (reinterpret_cast<CUdeviceptr>(ptr_), size_,
+  const CUresult r = CUMEM_CU_RESULT(cuMemAdvise, (reinterpret_cast<CUdeviceptr>(info_.ptr), info_.size,
                                                    static_cast<CUmem_advise>(advice), to_cu(location)));
   // CUDA 13.0 drivers refuse advice on memory from the managed pool.
   if (r == CUDA_ERROR_NOT_SUPPORTED && resource_ && resource_->properties().is_pool)
@@ -168,19 +168,19 @@ void Buffer::advise(Advice advice, Location location) {
          "cuMemAdvise does not support memory from the managed memory pool on this driver; "
          "create the managed resource with use_pool = false (cuMemAllocManaged) to advise it");
   driver::check(r, "cuMemAdvise",
-                "advising " + describe_bytes(size_) + " of managed memory (advice " +
+                "advising " + describe_bytes(info_.size) + " of managed memory (advice " +
                     std::to_string(static_cast<int>(advice)) + ", " + describe(location) + ")");
 }
 
 void Buffer::discard(const Stream* stream) {
   require_managed("discard");
-  if (size_ == 0) return;
+  if (info_.size == 0) return;
   Ref<Device> holder;
   ScopedContext scope(pick_context(stream, context_device(), nullptr, holder));
-  CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr_);
-  size_t size = size_;
+  CUdeviceptr p = reinterpret_cast<CUdeviceptr>(info_.ptr);
+  size_t size = info_.size;
   CUMEM_CU(cuMemDiscardBatchAsync, (&p, &size, 1, 0, native_or_legacy(stream)),
-           "discarding " + describe_bytes(size_) + " of managed memory");
+           "discarding " + describe_bytes(info_.size) + " of managed memory");
 }
 
 }  // namespace cumem

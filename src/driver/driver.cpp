@@ -13,7 +13,6 @@ namespace {
 struct Loaded {
   Table table;
   bool ok = false;
-  Status status = Status::no_driver;
   std::string error;  // why loading failed
 };
 
@@ -82,7 +81,7 @@ Loaded& loaded() {
 
 const Table& get() {
   Loaded& l = loaded();
-  if (!l.ok) fail(l.status, l.error);
+  if (!l.ok) fail(Status::no_driver, l.error);
   return l.table;
 }
 

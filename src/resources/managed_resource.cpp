@@ -21,7 +21,9 @@ ResourceProperties managed_properties(const Device& device, bool pool) {
   return p;
 }
 
-void check_fits(const Device& device, size_t size) {
+}  // namespace
+
+void check_within_free_memory(const Device& device, size_t size) {
   uint64_t free_bytes = 0, total = 0;
   device.memory_info(free_bytes, total);
   if (size > free_bytes)
@@ -29,6 +31,8 @@ void check_fits(const Device& device, size_t size) {
                                     describe_bytes(free_bytes) + " on " + device.describe() +
                                     ") so that they cannot oversubscribe it");
 }
+
+namespace {
 
 // cuMemAllocManaged with the preferred location advised on each allocation.
 class ManagedAllocResource final : public Resource {
@@ -42,7 +46,7 @@ class ManagedAllocResource final : public Resource {
 
  protected:
   void* do_allocate(size_t size, const Stream*) override {
-    check_fits(*device_, size);
+    check_within_free_memory(*device_, size);
     ScopedContext scope(*device_);
     CUdeviceptr ptr = 0;
     CUMEM_CU(cuMemAllocManaged, (&ptr, size, CU_MEM_ATTACH_GLOBAL),
@@ -67,28 +71,6 @@ class ManagedAllocResource final : public Resource {
 
  private:
   Location preferred_;
-};
-
-// The managed pool, with the same free-memory guard.
-class ManagedPoolResource final : public Resource {
- public:
-  ManagedPoolResource(Ref<Device> device, Ref<Resource> pool)
-      : Resource(std::move(device), managed_properties(*pool->device(), true)),
-        pool_(std::move(pool)) {}
-  CUmemoryPool pool() const noexcept override { return pool_->pool(); }
-  std::string describe() const override { return pool_->describe(); }
-
- protected:
-  void* do_allocate(size_t size, const Stream* stream) override {
-    check_fits(*device_, size);
-    return pool_->allocate(size, stream);
-  }
-  void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
-    pool_->deallocate(ptr, size, stream);
-  }
-
- private:
-  Ref<Resource> pool_;
 };
 
 }  // namespace
@@ -124,10 +106,9 @@ Ref<Resource> create_managed_resource(Ref<Device> device, Location preferred, bo
             CUDA_SUCCESS &&
         pool) {
       set_release_threshold(pool, UINT64_MAX);
-      Ref<Resource> inner = Ref<Resource>::adopt(new PoolResource(
+      return Ref<Resource>::adopt(new PoolResource(
           device, managed_properties(*device, true), pool, false,
-          "managed pool preferring " + describe(preferred)));
-      return Ref<Resource>::adopt(new ManagedPoolResource(device, std::move(inner)));
+          "managed pool preferring " + describe(preferred), /*within_free_memory=*/true));
     }
   }
   const ResourceProperties props = managed_properties(*device, false);

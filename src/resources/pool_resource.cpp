@@ -6,8 +6,13 @@
 namespace cumem {
 
 PoolResource::PoolResource(Ref<Device> device, const ResourceProperties& properties,
-                           CUmemoryPool pool, bool owned, std::string name)
-    : Resource(std::move(device), properties), pool_(pool), owned_(owned), name_(std::move(name)) {}
+                           CUmemoryPool pool, bool owned, std::string name,
+                           bool within_free_memory)
+    : Resource(std::move(device), properties),
+      pool_(pool),
+      owned_(owned),
+      within_free_memory_(within_free_memory),
+      name_(std::move(name)) {}
 
 PoolResource::~PoolResource() {
   if (!owned_) return;
@@ -20,6 +25,7 @@ PoolResource::~PoolResource() {
 }
 
 void* PoolResource::do_allocate(size_t size, const Stream* stream) {
+  if (within_free_memory_) check_within_free_memory(*device_, size);
   ScopedContext scope(context_device(stream));
   CUdeviceptr ptr = 0;
   CUMEM_CU(cuMemAllocFromPoolAsync, (&ptr, size, pool_, native_or_legacy(stream)),

@@ -8,9 +8,11 @@ namespace cumem {
 
 class PoolResource final : public Resource {
  public:
-  // Takes the pool; destroys it at the end when `owned`.
+  // Takes the pool; destroys it at the end when `owned`. With
+  // `within_free_memory` (managed pools) no allocation may exceed the
+  // device's free memory.
   PoolResource(Ref<Device> device, const ResourceProperties& properties, CUmemoryPool pool,
-               bool owned, std::string name);
+               bool owned, std::string name, bool within_free_memory = false);
   CUmemoryPool pool() const noexcept override { return pool_; }
   std::string describe() const override { return name_; }
 
@@ -24,6 +26,7 @@ class PoolResource final : public Resource {
 
   CUmemoryPool pool_;
   bool owned_;
+  bool within_free_memory_;
   std::string name_;
 };
 

@@ -119,6 +119,10 @@ struct PoolOptions {
   int host_numa_id = -1;
 };
 
+// Throws out_of_memory when `size` exceeds the device's free memory: managed
+// memory must never oversubscribe the GPU (src/resources/managed_resource.cpp).
+void check_within_free_memory(const Device& device, size_t size);
+
 // One factory per kind (src/resources/<kind>_resource.cpp).
 Ref<Resource> create_host_resource(size_t alignment);
 Ref<Resource> create_device_resource(Ref<Device> device, const PoolOptions& options);
