@@ -34,9 +34,7 @@ Ref<Library> Library::load(Ref<Device> device, const void* image, size_t size) {
   CUlibrary handle = nullptr;
   std::string what = "loading a " + describe_bytes(size) + " code image for " +
                      device->describe();
-  driver::check(CUMEM_CU_RESULT(cuLibraryLoadData,
-                                (&handle, image, nullptr, nullptr, 0, nullptr, nullptr, 0)),
-                "cuLibraryLoadData", what);
+  CUMEM_CU(cuLibraryLoadData, (&handle, image, nullptr, nullptr, 0, nullptr, nullptr, 0), what);
   // cuLibraryLoadData defers reading the image; loading its module into the
   // device's context now reports a bad or foreign image here, not at the
   // first cuLibraryGetKernel or launch.
