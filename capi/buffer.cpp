@@ -4,7 +4,7 @@
 #include "../src/buffer.hpp"
 #include "../src/resources/resource.hpp"
 
-using namespace cumem;
+using namespace cumem::core;
 using namespace cumem::capi;
 
 static_assert(static_cast<int>(CUMEM_MEMORY_HOST) == static_cast<int>(MemoryKind::host), "");

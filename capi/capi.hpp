@@ -15,7 +15,7 @@
 #include "../src/error.hpp"
 #include "../src/object.hpp"
 
-namespace cumem {
+namespace cumem::core {
 class Device;
 class Stream;
 class Event;
@@ -24,9 +24,11 @@ class Buffer;
 class Program;
 class Library;
 class Kernel;
-}  // namespace cumem
+}  // namespace cumem::core
 
 namespace cumem::capi {
+using namespace cumem::core;
+
 
 template <class Handle> struct Traits;
 #define CUMEM_CAPI_TRAITS(handle, type, tag_name)   \
@@ -145,11 +147,11 @@ cumem_status_t record_unknown_failure(const char* function) noexcept;
 #define CUMEM_CATCH                                                                       \
   return CUMEM_SUCCESS;                                                                   \
   }                                                                                       \
-  catch (const ::cumem::Error& e) {                                                       \
+  catch (const ::cumem::core::Error& e) {                                                       \
     return ::cumem::capi::record_failure(__func__, e.status(), e.what());                 \
   }                                                                                       \
   catch (const std::bad_alloc&) {                                                         \
-    return ::cumem::capi::record_failure(__func__, ::cumem::Status::out_of_memory,        \
+    return ::cumem::capi::record_failure(__func__, ::cumem::core::Status::out_of_memory,        \
                                          "out of host memory for libcumem's bookkeeping"); \
   }                                                                                       \
   catch (...) {                                                                           \

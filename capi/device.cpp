@@ -5,7 +5,7 @@
 
 #include "../src/device.hpp"
 
-using namespace cumem;
+using namespace cumem::core;
 using namespace cumem::capi;
 
 CUMEM_EXPORT cumem_status_t cumem_device_count(int32_t* out_count) {

@@ -13,7 +13,7 @@
 #include "../src/program/program.hpp"
 #include "../src/stream.hpp"
 
-using namespace cumem;
+using namespace cumem::core;
 using namespace cumem::capi;
 
 namespace {

@@ -4,7 +4,7 @@
 #include "../src/buffer.hpp"
 #include "../src/resources/resource.hpp"
 
-using namespace cumem;
+using namespace cumem::core;
 using namespace cumem::capi;
 
 namespace {

@@ -6,8 +6,8 @@
 #include "../src/driver/driver.hpp"
 
 static_assert(sizeof(cumem_status_t) == 4, "cumem_status_t must be 32 bits");
-#define CUMEM_SAME_STATUS(c, core) \
-  static_assert(static_cast<int>(c) == static_cast<int>(cumem::Status::core), #c);
+#define CUMEM_SAME_STATUS(c, value) \
+  static_assert(static_cast<int>(c) == static_cast<int>(cumem::core::Status::value), #c);
 CUMEM_SAME_STATUS(CUMEM_SUCCESS, success)
 CUMEM_SAME_STATUS(CUMEM_ERROR_INVALID_ARGUMENT, invalid_argument)
 CUMEM_SAME_STATUS(CUMEM_ERROR_OUT_OF_MEMORY, out_of_memory)
@@ -92,6 +92,6 @@ CUMEM_EXPORT const char* cumem_last_error_message(void) {
 CUMEM_EXPORT cumem_status_t cumem_driver_version(int32_t* out_version) {
   CUMEM_TRY
   cumem::capi::out(out_version, "out_version");
-  *out_version = cumem::driver::get().driver_version;
+  *out_version = cumem::core::driver::get().driver_version;
   CUMEM_CATCH
 }

@@ -4,7 +4,7 @@
 #include "../src/event.hpp"
 #include "../src/stream.hpp"
 
-using namespace cumem;
+using namespace cumem::core;
 using namespace cumem::capi;
 
 namespace {

@@ -4,7 +4,7 @@
 #include "driver/driver.hpp"
 #include "error.hpp"
 
-namespace cumem {
+namespace cumem::core {
 namespace {
 
 BufferInfo info_from(const ResourceProperties& p, void* ptr, size_t size) {
@@ -215,4 +215,4 @@ Buffer::~Buffer() {
   }
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

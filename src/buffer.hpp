@@ -12,7 +12,7 @@
 #include "resources/resource.hpp"
 #include "stream.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 struct BufferInfo {
   int device_id = -1;
@@ -90,4 +90,4 @@ class Buffer : public Object {
   std::atomic<bool> closed_{false};
 };
 
-}  // namespace cumem
+}  // namespace cumem::core

@@ -7,7 +7,7 @@
 #include "driver/driver.hpp"
 #include "error.hpp"
 
-namespace cumem {
+namespace cumem::core {
 namespace {
 
 const char* kind_name(MemoryKind kind) {
@@ -183,4 +183,4 @@ void Buffer::discard(const Stream* stream) {
            "discarding " + describe_bytes(info_.size) + " of managed memory");
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

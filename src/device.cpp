@@ -6,7 +6,7 @@
 #include "driver/driver.hpp"
 #include "error.hpp"
 
-namespace cumem {
+namespace cumem::core {
 namespace {
 
 struct Registry {
@@ -218,4 +218,4 @@ ScopedContext::~ScopedContext() {
   if (changed_) driver::get().cuCtxSetCurrent_fn(previous_);
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

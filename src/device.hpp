@@ -13,7 +13,7 @@
 
 #include "object.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 struct DeviceProperties {
   int ordinal = 0;
@@ -97,4 +97,4 @@ class ScopedContext {
   bool changed_ = false;
 };
 
-}  // namespace cumem
+}  // namespace cumem::core

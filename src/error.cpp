@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-namespace cumem {
+namespace cumem::core {
 
 std::string describe_bytes(unsigned long long bytes) {
   static const char* const units[] = {"KiB", "MiB", "GiB", "TiB"};
@@ -19,4 +19,4 @@ std::string describe_bytes(unsigned long long bytes) {
   return out + buf;
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

@@ -6,7 +6,7 @@
 
 #include "status.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 class Error : public std::exception {
  public:
@@ -27,4 +27,4 @@ class Error : public std::exception {
 // Formats a byte count for messages: "1073741824 bytes (1.00 GiB)".
 std::string describe_bytes(unsigned long long bytes);
 
-}  // namespace cumem
+}  // namespace cumem::core

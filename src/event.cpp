@@ -4,7 +4,7 @@
 #include "error.hpp"
 #include "stream.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 Ref<Event> Event::create(Ref<Device> device, bool enable_timing, bool blocking_sync) {
   unsigned flags = 0;
@@ -65,4 +65,4 @@ float Event::elapsed_ms(const Event& start, const Event& end) {
   return ms;
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

@@ -8,7 +8,7 @@
 #include "device.hpp"
 #include "object.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 class Stream;
 
@@ -38,4 +38,4 @@ class Event : public Object {
   mutable std::atomic<bool> recorded_{false};
 };
 
-}  // namespace cumem
+}  // namespace cumem::core

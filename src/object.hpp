@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <utility>
 
-namespace cumem {
+namespace cumem::core {
 
 enum class Tag : uint32_t {
   dead = 0,
@@ -91,4 +91,4 @@ Ref<T> make_ref(Args&&... args) {
   return Ref<T>::adopt(new T(std::forward<Args>(args)...));
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace cumem {
+namespace cumem::core {
 
 enum class Status : int32_t {
   success = 0,
@@ -26,4 +26,4 @@ enum class Status : int32_t {
   internal = 99,
 };
 
-}  // namespace cumem
+}  // namespace cumem::core

@@ -6,7 +6,7 @@
 #include "error.hpp"
 #include "event.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 Ref<Stream> Stream::create(Ref<Device> device, bool nonblocking, int priority,
                            PriorityMode mode) {
@@ -104,4 +104,4 @@ void Stream::wait(const Stream& other) const {
   wait(*marker);
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

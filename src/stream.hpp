@@ -7,7 +7,7 @@
 #include "device.hpp"
 #include "object.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 class Event;
 
@@ -48,4 +48,4 @@ inline CUstream native_or_legacy(const Stream* stream) {
   return stream ? stream->handle() : CU_STREAM_LEGACY;
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

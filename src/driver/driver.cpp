@@ -7,7 +7,7 @@
 
 #include "../error.hpp"
 
-namespace cumem::driver {
+namespace cumem::core::driver {
 namespace {
 
 struct Loaded {
@@ -125,4 +125,4 @@ void missing(const char* function, int needed_version) {
                                   version_string(have));
 }
 
-}  // namespace cumem::driver
+}  // namespace cumem::core::driver

@@ -11,7 +11,7 @@
 
 #include <string>
 
-namespace cumem::driver {
+namespace cumem::core::driver {
 
 // X(name, version): the entry point `name` with the signature of
 // PFN_<name>_v<version>, available from CUDA <version> on.
@@ -108,7 +108,7 @@ void check(CUresult result, const char* function, const std::string& what);
 // Throws Error(not_supported) naming the function and the CUDA versions.
 [[noreturn]] void missing(const char* function, int needed_version);
 
-}  // namespace cumem::driver
+}  // namespace cumem::core::driver
 
 // CUMEM_CU(cuMemAlloc, (&ptr, size), "allocating 4 bytes"): calls the entry
 // point through the table and checks the result; a missing entry point is
@@ -116,25 +116,25 @@ void check(CUresult result, const char* function, const std::string& what);
 // paths build no message strings.
 #define CUMEM_CU(name, args, what)                                              \
   do {                                                                          \
-    const auto& cumem_drv_ = ::cumem::driver::get();                            \
+    const auto& cumem_drv_ = ::cumem::core::driver::get();                            \
     if (!cumem_drv_.name##_fn)                                                  \
-      ::cumem::driver::missing(#name, ::cumem::driver::version_of_##name);      \
+      ::cumem::core::driver::missing(#name, ::cumem::core::driver::version_of_##name);      \
     const CUresult cumem_result_ = cumem_drv_.name##_fn args;                   \
-    if (cumem_result_ != CUDA_SUCCESS) ::cumem::driver::check(cumem_result_, #name, what); \
+    if (cumem_result_ != CUDA_SUCCESS) ::cumem::core::driver::check(cumem_result_, #name, what); \
   } while (0)
 
 // CUMEM_CU_RESULT(cuStreamQuery, (s)): the raw CUresult, for calls whose
 // non-success results are answers (CUDA_ERROR_NOT_READY, ...).
 #define CUMEM_CU_RESULT(name, args)                                         \
   ([&]() -> CUresult {                                                      \
-    const auto& cumem_drv_ = ::cumem::driver::get();                        \
+    const auto& cumem_drv_ = ::cumem::core::driver::get();                        \
     if (!cumem_drv_.name##_fn)                                              \
-      ::cumem::driver::missing(#name, ::cumem::driver::version_of_##name);  \
+      ::cumem::core::driver::missing(#name, ::cumem::core::driver::version_of_##name);  \
     return cumem_drv_.name##_fn args;                                       \
   }())
 
-namespace cumem::driver {
+namespace cumem::core::driver {
 #define CUMEM_DRIVER_VERSION_OF(name, version) inline constexpr int version_of_##name = version;
 CUMEM_DRIVER_FUNCTIONS(CUMEM_DRIVER_VERSION_OF)
 #undef CUMEM_DRIVER_VERSION_OF
-}  // namespace cumem::driver
+}  // namespace cumem::core::driver

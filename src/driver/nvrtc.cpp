@@ -8,7 +8,7 @@
 
 #include "../error.hpp"
 
-namespace cumem::nvrtc {
+namespace cumem::core::nvrtc {
 namespace {
 
 struct Loaded {
@@ -125,4 +125,4 @@ void check(nvrtcResult result, const char* function, const std::string& what,
                               (log.empty() ? std::string() : "; compiler log:\n" + log));
 }
 
-}  // namespace cumem::nvrtc
+}  // namespace cumem::core::nvrtc

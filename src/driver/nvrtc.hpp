@@ -9,7 +9,7 @@
 
 #include <string>
 
-namespace cumem::nvrtc {
+namespace cumem::core::nvrtc {
 
 // Every NVRTC entry point libcumem calls; all exist since NVRTC 11.2.
 #define CUMEM_NVRTC_FUNCTIONS(X) \
@@ -50,4 +50,4 @@ std::string describe(const Table& table);
 void check(nvrtcResult result, const char* function, const std::string& what,
            const std::string& log = {});
 
-}  // namespace cumem::nvrtc
+}  // namespace cumem::core::nvrtc

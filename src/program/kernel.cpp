@@ -3,7 +3,7 @@
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 Ref<Kernel> Kernel::get(Ref<Library> library, const std::string& name) {
   CUkernel handle = nullptr;
@@ -55,4 +55,4 @@ void Kernel::raise_max_dynamic_shared(int bytes) const {
                " bytes of dynamic shared memory");
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

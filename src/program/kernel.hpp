@@ -10,7 +10,7 @@
 #include "../object.hpp"
 #include "library.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 struct KernelAttributes {
   int max_threads_per_block = 0;
@@ -59,4 +59,4 @@ class Kernel : public Object {
   mutable std::mutex shared_mutex_;  // serialises raise_max_dynamic_shared
 };
 
-}  // namespace cumem
+}  // namespace cumem::core

@@ -3,7 +3,7 @@
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 
-namespace cumem {
+namespace cumem::core {
 namespace {
 
 const std::string axis[3] = {"x", "y", "z"};
@@ -135,4 +135,4 @@ void launch(const Kernel& kernel, const Stream* stream, const LaunchConfig& conf
   driver::check(r, "cuLaunchKernelEx", what);
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

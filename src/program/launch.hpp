@@ -8,7 +8,7 @@
 #include "../stream.hpp"
 #include "kernel.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 struct LaunchConfig {
   uint32_t grid[3] = {1, 1, 1};
@@ -24,4 +24,4 @@ struct LaunchConfig {
 void launch(const Kernel& kernel, const Stream* stream, const LaunchConfig& config,
             void** args, uint32_t num_args);
 
-}  // namespace cumem
+}  // namespace cumem::core

@@ -6,7 +6,7 @@
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 
-namespace cumem {
+namespace cumem::core {
 namespace {
 
 // Cubin (ELF) and fatbin images carry their own sizes; anything else is
@@ -59,4 +59,4 @@ Library::~Library() {
   }
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

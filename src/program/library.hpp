@@ -10,7 +10,7 @@
 #include "../device.hpp"
 #include "../object.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 class Library : public Object {
  public:
@@ -31,4 +31,4 @@ class Library : public Object {
   CUlibrary handle_;
 };
 
-}  // namespace cumem
+}  // namespace cumem::core

@@ -5,7 +5,7 @@
 #include "../driver/nvrtc.hpp"
 #include "../error.hpp"
 
-namespace cumem {
+namespace cumem::core {
 namespace {
 
 // Destroys the nvrtcProgram on every way out of compile().
@@ -128,4 +128,4 @@ const std::string& Program::lowered_name(const std::string& name_expression) con
                               "); pass it in cumem_program_options_t.name_expressions");
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

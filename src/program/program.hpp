@@ -10,7 +10,7 @@
 #include "../device.hpp"
 #include "../object.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 enum class CodeType { cubin, ptx };
 
@@ -55,4 +55,4 @@ class Program : public Object {
   std::vector<std::pair<std::string, std::string>> lowered_names_;  // expression, name
 };
 
-}  // namespace cumem
+}  // namespace cumem::core

@@ -4,7 +4,7 @@
 #include "../error.hpp"
 #include "pool_resource.hpp"
 
-namespace cumem {
+namespace cumem::core {
 namespace {
 
 ResourceProperties device_properties(const Device& device, bool pool, bool ipc) {
@@ -88,4 +88,4 @@ Ref<Resource> create_device_resource(Ref<Device> device, const PoolOptions& opti
   return resource;
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

@@ -4,7 +4,7 @@
 #include "../error.hpp"
 #include "resource.hpp"
 
-namespace cumem {
+namespace cumem::core {
 namespace {
 
 class HostResource final : public Resource {
@@ -51,4 +51,4 @@ Ref<Resource> create_host_resource(size_t alignment) {
   return Ref<Resource>::adopt(new HostResource(alignment));
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

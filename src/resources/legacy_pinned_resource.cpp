@@ -4,7 +4,7 @@
 #include "../error.hpp"
 #include "resource.hpp"
 
-namespace cumem {
+namespace cumem::core {
 namespace {
 
 class LegacyPinnedResource final : public Resource {
@@ -48,4 +48,4 @@ Ref<Resource> create_legacy_pinned_resource(Ref<Device> device) {
   return Ref<Resource>::adopt(new LegacyPinnedResource(std::move(device)));
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

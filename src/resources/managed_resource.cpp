@@ -6,7 +6,7 @@
 #include "../error.hpp"
 #include "pool_resource.hpp"
 
-namespace cumem {
+namespace cumem::core {
 namespace {
 
 ResourceProperties managed_properties(const Device& device, bool pool) {
@@ -41,7 +41,7 @@ class ManagedAllocResource final : public Resource {
       : Resource(std::move(device), props), preferred_(preferred) {}
   std::string describe() const override {
     return "managed resource (cuMemAllocManaged) of " + device_->describe() +
-           ", preferring " + cumem::describe(preferred_);
+           ", preferring " + core::describe(preferred_);
   }
 
  protected:
@@ -115,4 +115,4 @@ Ref<Resource> create_managed_resource(Ref<Device> device, Location preferred, bo
   return Ref<Resource>::adopt(new ManagedAllocResource(std::move(device), props, preferred));
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

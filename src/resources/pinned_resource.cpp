@@ -3,7 +3,7 @@
 #include "../error.hpp"
 #include "pool_resource.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 Ref<Resource> create_pinned_resource(Ref<Device> device, const PoolOptions& options) {
   const auto& drv = driver::get();
@@ -66,4 +66,4 @@ Ref<Resource> create_pinned_resource(Ref<Device> device, const PoolOptions& opti
   return resource;
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

@@ -3,7 +3,7 @@
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 PoolResource::PoolResource(Ref<Device> device, const ResourceProperties& properties,
                            CUmemoryPool pool, bool owned, std::string name,
@@ -55,4 +55,4 @@ void set_release_threshold(CUmemoryPool pool, uint64_t threshold) {
            "setting a pool's release threshold");
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

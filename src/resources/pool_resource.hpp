@@ -4,7 +4,7 @@
 
 #include "resource.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 class PoolResource final : public Resource {
  public:
@@ -33,4 +33,4 @@ class PoolResource final : public Resource {
 // Sets a pool's release threshold (UINT64_MAX keeps all freed memory).
 void set_release_threshold(CUmemoryPool pool, uint64_t threshold);
 
-}  // namespace cumem
+}  // namespace cumem::core

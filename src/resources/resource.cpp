@@ -3,7 +3,7 @@
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 CUmemLocation to_cu(Location location) {
   CUmemLocation l{};
@@ -205,4 +205,4 @@ bool Resource::pool_access(const Device& peer) const {
   return flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 }
 
-}  // namespace cumem
+}  // namespace cumem::core

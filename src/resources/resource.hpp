@@ -14,7 +14,7 @@
 #include "../object.hpp"
 #include "../stream.hpp"
 
-namespace cumem {
+namespace cumem::core {
 
 enum class ResourceKind { host = 1, device = 2, pinned = 3, legacy_pinned = 4, managed = 5 };
 
@@ -130,4 +130,4 @@ Ref<Resource> create_pinned_resource(Ref<Device> device, const PoolOptions& opti
 Ref<Resource> create_legacy_pinned_resource(Ref<Device> device);
 Ref<Resource> create_managed_resource(Ref<Device> device, Location preferred, bool use_pool);
 
-}  // namespace cumem
+}  // namespace cumem::core
