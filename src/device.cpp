@@ -77,8 +77,7 @@ void Device::release() const noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   if (--users_ == 0) {
     // The context may be gone already at process exit; nothing to report.
-    const auto& drv = driver::get();
-    drv.cuDevicePrimaryCtxRelease_fn(handle_);
+    CUMEM_CU_QUIET(cuDevicePrimaryCtxRelease, (handle_));
     context_ = nullptr;
   }
 }
@@ -142,8 +141,7 @@ DeviceProperties Device::properties() const {
       attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED) != 0;
   // HOST_NUMA_ID exists from CUDA 12.2; older drivers reject the attribute.
   int numa = -1;
-  const auto& drv = driver::get();
-  if (drv.cuDeviceGetAttribute_fn(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, handle_) !=
+  if (CUMEM_CU_QUIET(cuDeviceGetAttribute, (&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, handle_)) !=
       CUDA_SUCCESS)
     numa = -1;
   p.host_numa_id = numa;
@@ -215,7 +213,7 @@ ScopedContext::ScopedContext(const Device& device) {
 }
 
 ScopedContext::~ScopedContext() {
-  if (changed_) driver::get().cuCtxSetCurrent_fn(previous_);
+  if (changed_) CUMEM_CU_QUIET(cuCtxSetCurrent, (previous_));
 }
 
 }  // namespace cumem::core

@@ -19,7 +19,7 @@ Ref<Event> Event::create(Ref<Device> device, bool enable_timing, bool blocking_s
 Event::~Event() {
   try {
     ScopedContext scope(*device_);
-    driver::get().cuEventDestroy_fn(handle_);
+    CUMEM_CU_QUIET(cuEventDestroy, (handle_));
   } catch (...) {
   }
 }

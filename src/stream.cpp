@@ -59,7 +59,7 @@ Stream::~Stream() {
     // once its work is done.
     try {
       ScopedContext scope(*device_);
-      driver::get().cuStreamDestroy_fn(handle_);
+      CUMEM_CU_QUIET(cuStreamDestroy, (handle_));
     } catch (...) {
     }
   }

@@ -85,6 +85,15 @@ const Table& get() {
   return l.table;
 }
 
+const Table* get_if_loaded() noexcept {
+  try {
+    Loaded& l = loaded();
+    return l.ok ? &l.table : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 bool available() noexcept {
   try {
     return loaded().ok;

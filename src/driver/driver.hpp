@@ -108,6 +108,16 @@ void check(CUresult result, const char* function, const std::string& what);
 // Throws Error(not_supported) naming the function and the CUDA versions.
 [[noreturn]] void missing(const char* function, int needed_version);
 
+// The loaded table, or nullptr when there is no driver; never throws.
+const Table* get_if_loaded() noexcept;
+
+// Runs fn(table) when the driver is loaded (see CUMEM_CU_QUIET).
+template <class Fn>
+CUresult quiet_call(Fn&& fn) noexcept {
+  const Table* t = get_if_loaded();
+  return t ? fn(*t) : CUDA_ERROR_NOT_INITIALIZED;
+}
+
 }  // namespace cumem::core::driver
 
 // CUMEM_CU(cuMemAlloc, (&ptr, size), "allocating 4 bytes"): calls the entry
@@ -132,6 +142,13 @@ void check(CUresult result, const char* function, const std::string& what);
       ::cumem::core::driver::missing(#name, ::cumem::core::driver::version_of_##name);  \
     return cumem_drv_.name##_fn args;                                       \
   }())
+
+// CUMEM_CU_QUIET(cuStreamDestroy, (s)): for destructors and cleanup, which
+// cannot report: never throws; CUDA_ERROR_NOT_INITIALIZED without a driver,
+// CUDA_ERROR_NOT_SUPPORTED when the driver lacks the entry point.
+#define CUMEM_CU_QUIET(name, args) (::cumem::core::driver::quiet_call([&](const auto& cumem_drv_) { \
+    return cumem_drv_.name##_fn ? cumem_drv_.name##_fn args : CUDA_ERROR_NOT_SUPPORTED;           \
+  }))
 
 namespace cumem::core::driver {
 #define CUMEM_DRIVER_VERSION_OF(name, version) inline constexpr int version_of_##name = version;

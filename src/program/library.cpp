@@ -41,7 +41,7 @@ Ref<Library> Library::load(Ref<Device> device, const void* image, size_t size) {
   CUmodule module = nullptr;
   const CUresult r = CUMEM_CU_RESULT(cuLibraryGetModule, (&module, handle));
   if (r != CUDA_SUCCESS) {
-    driver::get().cuLibraryUnload_fn(handle);
+    CUMEM_CU_QUIET(cuLibraryUnload, (handle));
     if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION ||
         r == CUDA_ERROR_INVALID_PTX || r == CUDA_ERROR_INVALID_IMAGE)
       what += " (the image is malformed, built for another architecture, or made by a "
@@ -54,7 +54,7 @@ Ref<Library> Library::load(Ref<Device> device, const void* image, size_t size) {
 Library::~Library() {
   // A destructor cannot report; unloading only fails at process teardown.
   try {
-    driver::get().cuLibraryUnload_fn(handle_);
+    CUMEM_CU_QUIET(cuLibraryUnload, (handle_));
   } catch (...) {
   }
 }

@@ -55,7 +55,7 @@ class ManagedAllocResource final : public Resource {
       const CUresult r = CUMEM_CU_RESULT(
           cuMemAdvise, (ptr, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, to_cu(preferred_)));
       if (r != CUDA_SUCCESS) {
-        driver::get().cuMemFree_fn(ptr);
+        CUMEM_CU_QUIET(cuMemFree, (ptr));
         driver::check(r, "cuMemAdvise", "setting the preferred location of managed memory");
       }
     }

@@ -19,7 +19,7 @@ PoolResource::~PoolResource() {
   // The driver keeps the pool until its outstanding allocations are freed.
   try {
     ScopedContext scope(*device_);
-    driver::get().cuMemPoolDestroy_fn(pool_);
+    CUMEM_CU_QUIET(cuMemPoolDestroy, (pool_));
   } catch (...) {
   }
 }
