@@ -25,12 +25,14 @@ Location to_location(cumem_location_t l) {
 
 CUMEM_EXPORT cumem_status_t cumem_buffer_retain(cumem_buffer_t* buffer) {
   CUMEM_TRY
-  object(buffer, "buffer").retain();
+  retain_handle(buffer, "buffer");
   CUMEM_CATCH
 }
 
-CUMEM_EXPORT void cumem_buffer_release(cumem_buffer_t* buffer) {
-  if (buffer) reinterpret_cast<Buffer*>(buffer)->release();
+CUMEM_EXPORT cumem_status_t cumem_buffer_release(cumem_buffer_t* buffer) {
+  CUMEM_TRY
+  release_handle(buffer, "buffer");
+  CUMEM_CATCH
 }
 
 CUMEM_EXPORT cumem_status_t cumem_buffer_ptr(const cumem_buffer_t* buffer, void** out_ptr) {

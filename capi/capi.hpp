@@ -35,6 +35,7 @@ template <class Handle> struct Traits;
   template <> struct Traits<handle> {              \
     using Object = type;                           \
     static constexpr Tag tag = Tag::tag_name;      \
+    static constexpr const char* name = #handle;   \
   };
 CUMEM_CAPI_TRAITS(cumem_device_t, Device, device)
 CUMEM_CAPI_TRAITS(cumem_stream_t, Stream, stream)
@@ -50,17 +51,31 @@ CUMEM_CAPI_TRAITS(cumem_kernel_t, Kernel, kernel)
   fail(Status::invalid_argument, std::string("argument '") + name + "' must not be NULL");
 }
 
-// The object behind a handle that must not be NULL.
+// Throws invalid_argument for a handle whose slot does not hold an object of
+// `expected`'s type: released (and destroyed), or another kind of object.
+[[noreturn]] void bad_handle(const char* name, const char* expected, Tag found);
+
+// The core object behind a non-NULL handle, checked: the slot's tag must be
+// the handle type's (handles are slab slots: reading the tag of a released
+// object is safe). Does not check that the user still holds it.
 template <class Handle>
-auto& object(Handle* handle, const char* name) {
+auto* slot_object(Handle* handle, const char* name) {
   using H = std::remove_const_t<Handle>;
   using T = typename Traits<H>::Object;
   if (!handle) null_argument(name);
-  auto* obj = reinterpret_cast<std::conditional_t<std::is_const_v<Handle>, const T*, T*>>(handle);
-  if (obj->tag() != Traits<H>::tag)
-    fail(Status::invalid_argument, std::string("argument '") + name +
-                                       "' is not a live handle of the right type "
-                                       "(released already, or another kind of object)");
+  const Tag tag = Object::tag_at(handle);
+  if (tag != Traits<H>::tag) bad_handle(name, Traits<H>::name, tag);
+  return reinterpret_cast<std::conditional_t<std::is_const_v<Handle>, const T*, T*>>(handle);
+}
+
+// The object behind a handle that must not be NULL and that the user holds.
+template <class Handle>
+auto& object(Handle* handle, const char* name) {
+  auto* obj = slot_object(handle, name);
+  if (!obj->user_live())
+    fail(Status::invalid_argument,
+         std::string("argument '") + name + "' is a " + Traits<std::remove_const_t<Handle>>::name +
+             " handle that was released already (every reference given back)");
   return *obj;
 }
 
@@ -73,22 +88,50 @@ auto* optional(Handle* handle, const char* name) {
   return handle ? &object(handle, name) : static_cast<P>(nullptr);
 }
 
-// A new reference to the object behind a handle that must not be NULL.
+// A new core reference to the object behind a handle that must not be NULL.
 template <class Handle>
 auto ref(Handle* handle, const char* name) {
   using T = typename Traits<std::remove_const_t<Handle>>::Object;
   return Ref<T>::share(const_cast<T*>(&object(handle, name)));
 }
 
-// A new reference to `obj`, as a handle.
+// Hands `obj` (one core reference, consumed) to the user as a handle.
 template <class Handle, class T>
 Handle* to_handle(Ref<T> obj) {
-  return reinterpret_cast<Handle*>(const_cast<std::remove_const_t<T>*>(obj.detach()));
+  T* p = obj.detach();
+  if (!p) return nullptr;
+  p->hand_out();
+  return reinterpret_cast<Handle*>(const_cast<std::remove_const_t<T>*>(p));
 }
+// One more user handle to an object the core holds.
 template <class Handle, class T>
 Handle* share_handle(const T& obj) {
   obj.retain();
+  obj.hand_out();
   return reinterpret_cast<Handle*>(const_cast<T*>(&obj));
+}
+
+// cumem_X_retain: one more handle, refused when the user holds none.
+template <class Handle>
+void retain_handle(Handle* handle, const char* name) {
+  auto* obj = slot_object(handle, name);
+  if (!obj->user_retain())
+    fail(Status::invalid_argument,
+         std::string("cannot retain argument '") + name + "': this " +
+             Traits<std::remove_const_t<Handle>>::name +
+             " handle was released already (every reference given back)");
+}
+
+// cumem_X_release: NULL is fine; a surplus release is refused and reported.
+template <class Handle>
+void release_handle(Handle* handle, const char* name) {
+  if (!handle) return;
+  auto* obj = slot_object(handle, name);
+  if (!obj->user_release())
+    fail(Status::invalid_argument,
+         std::string("argument '") + name + "' is a " + Traits<std::remove_const_t<Handle>>::name +
+             " handle released once too often (the user holds no reference to it); nothing was "
+             "released");
 }
 
 template <class T>

@@ -24,12 +24,14 @@ CUMEM_EXPORT cumem_status_t cumem_device_get(int32_t ordinal, cumem_device_t** o
 
 CUMEM_EXPORT cumem_status_t cumem_device_retain(cumem_device_t* device) {
   CUMEM_TRY
-  object(device, "device").retain();
+  retain_handle(device, "device");
   CUMEM_CATCH
 }
 
-CUMEM_EXPORT void cumem_device_release(cumem_device_t* device) {
-  if (device) reinterpret_cast<Device*>(device)->release();
+CUMEM_EXPORT cumem_status_t cumem_device_release(cumem_device_t* device) {
+  CUMEM_TRY
+  release_handle(device, "device");
+  CUMEM_CATCH
 }
 
 CUMEM_EXPORT cumem_status_t cumem_device_ordinal(const cumem_device_t* device,

@@ -29,12 +29,14 @@ CUMEM_EXPORT cumem_status_t cumem_event_create(const cumem_device_t* device,
 
 CUMEM_EXPORT cumem_status_t cumem_event_retain(cumem_event_t* event) {
   CUMEM_TRY
-  object(event, "event").retain();
+  retain_handle(event, "event");
   CUMEM_CATCH
 }
 
-CUMEM_EXPORT void cumem_event_release(cumem_event_t* event) {
-  if (event) reinterpret_cast<Event*>(event)->release();
+CUMEM_EXPORT cumem_status_t cumem_event_release(cumem_event_t* event) {
+  CUMEM_TRY
+  release_handle(event, "event");
+  CUMEM_CATCH
 }
 
 CUMEM_EXPORT cumem_status_t cumem_event_record(const cumem_event_t* event,

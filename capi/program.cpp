@@ -85,12 +85,14 @@ CUMEM_EXPORT cumem_status_t cumem_program_compile(const cumem_device_t* device,
 
 CUMEM_EXPORT cumem_status_t cumem_program_retain(cumem_program_t* program) {
   CUMEM_TRY
-  object(program, "program").retain();
+  retain_handle(program, "program");
   CUMEM_CATCH
 }
 
-CUMEM_EXPORT void cumem_program_release(cumem_program_t* program) {
-  if (program) reinterpret_cast<Program*>(program)->release();
+CUMEM_EXPORT cumem_status_t cumem_program_release(cumem_program_t* program) {
+  CUMEM_TRY
+  release_handle(program, "program");
+  CUMEM_CATCH
 }
 
 CUMEM_EXPORT cumem_status_t cumem_program_log(const cumem_program_t* program,
@@ -147,12 +149,14 @@ CUMEM_EXPORT cumem_status_t cumem_library_load_data(const cumem_device_t* device
 
 CUMEM_EXPORT cumem_status_t cumem_library_retain(cumem_library_t* library) {
   CUMEM_TRY
-  object(library, "library").retain();
+  retain_handle(library, "library");
   CUMEM_CATCH
 }
 
-CUMEM_EXPORT void cumem_library_release(cumem_library_t* library) {
-  if (library) reinterpret_cast<Library*>(library)->release();
+CUMEM_EXPORT cumem_status_t cumem_library_release(cumem_library_t* library) {
+  CUMEM_TRY
+  release_handle(library, "library");
+  CUMEM_CATCH
 }
 
 CUMEM_EXPORT cumem_status_t cumem_library_get_kernel(const cumem_library_t* library,
@@ -169,12 +173,14 @@ CUMEM_EXPORT cumem_status_t cumem_library_get_kernel(const cumem_library_t* libr
 
 CUMEM_EXPORT cumem_status_t cumem_kernel_retain(cumem_kernel_t* kernel) {
   CUMEM_TRY
-  object(kernel, "kernel").retain();
+  retain_handle(kernel, "kernel");
   CUMEM_CATCH
 }
 
-CUMEM_EXPORT void cumem_kernel_release(cumem_kernel_t* kernel) {
-  if (kernel) reinterpret_cast<Kernel*>(kernel)->release();
+CUMEM_EXPORT cumem_status_t cumem_kernel_release(cumem_kernel_t* kernel) {
+  CUMEM_TRY
+  release_handle(kernel, "kernel");
+  CUMEM_CATCH
 }
 
 CUMEM_EXPORT cumem_status_t cumem_kernel_get_attributes(const cumem_kernel_t* kernel,

@@ -88,12 +88,14 @@ CUMEM_EXPORT cumem_status_t cumem_managed_resource_create(
 
 CUMEM_EXPORT cumem_status_t cumem_resource_retain(cumem_resource_t* resource) {
   CUMEM_TRY
-  object(resource, "resource").retain();
+  retain_handle(resource, "resource");
   CUMEM_CATCH
 }
 
-CUMEM_EXPORT void cumem_resource_release(cumem_resource_t* resource) {
-  if (resource) reinterpret_cast<Resource*>(resource)->release();
+CUMEM_EXPORT cumem_status_t cumem_resource_release(cumem_resource_t* resource) {
+  CUMEM_TRY
+  release_handle(resource, "resource");
+  CUMEM_CATCH
 }
 
 CUMEM_EXPORT cumem_status_t cumem_resource_allocate(cumem_resource_t* resource, size_t size,

@@ -64,12 +64,14 @@ CUMEM_EXPORT cumem_status_t cumem_stream_per_thread_default(const cumem_device_t
 
 CUMEM_EXPORT cumem_status_t cumem_stream_retain(cumem_stream_t* stream) {
   CUMEM_TRY
-  object(stream, "stream").retain();
+  retain_handle(stream, "stream");
   CUMEM_CATCH
 }
 
-CUMEM_EXPORT void cumem_stream_release(cumem_stream_t* stream) {
-  if (stream) reinterpret_cast<Stream*>(stream)->release();
+CUMEM_EXPORT cumem_status_t cumem_stream_release(cumem_stream_t* stream) {
+  CUMEM_TRY
+  release_handle(stream, "stream");
+  CUMEM_CATCH
 }
 
 CUMEM_EXPORT cumem_status_t cumem_stream_native(const cumem_stream_t* stream, void** out_native) {

@@ -75,6 +75,7 @@ void Device::retain() const noexcept {
 
 void Device::release() const noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ == 0) return;  // never below zero (capi refuses surplus user releases)
   if (--users_ == 0) {
     // The context may be gone already at process exit; nothing to report.
     CUMEM_CU_QUIET(cuDevicePrimaryCtxRelease, (handle_));

@@ -1,12 +1,22 @@
 // Intrusive reference counting for every object handed out through the C
-// ABI. A C handle is the core object's address; the type tag lets capi/
-// reject a handle of the wrong type (or one already destroyed, while its
-// memory is still mapped) with an error instead of undefined behaviour.
+// ABI. A C handle is the core object's address. Objects live in type-stable
+// slab slots (src/slab.hpp) whose header carries the object's type tag, so
+// capi/ can tell a live handle from a released one or one of another type
+// without reading freed memory.
+//
+// Two counts: `refs` counts the core's own references (Ref<T>) plus one for
+// all user handles together while any is out; `user_refs` counts the user's
+// handles. A user release can only give back a handle the user holds: a
+// surplus release is refused instead of destroying an object that a buffer
+// or a stream still uses.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <utility>
+
+#include "slab.hpp"
 
 namespace cumem::core {
 
@@ -24,23 +34,70 @@ enum class Tag : uint32_t {
 
 class Object {
  public:
-  explicit Object(Tag tag) : tag_(tag) {}
+  explicit Object(Tag tag) noexcept {
+    slab::header_of(this)->tag.store(static_cast<uint32_t>(tag), std::memory_order_release);
+  }
   Object(const Object&) = delete;
   Object& operator=(const Object&) = delete;
 
-  Tag tag() const noexcept { return tag_; }
-  // Virtual only for Device, whose count also governs its primary context.
+  static void* operator new(size_t size) { return slab::allocate(size); }
+  static void operator delete(void* p) noexcept { slab::deallocate(p); }
+
+  // The tag of the slot at `p` (Tag::dead once the object was destroyed).
+  static Tag tag_at(const void* p) noexcept {
+    return static_cast<Tag>(slab::header_of(p)->tag.load(std::memory_order_acquire));
+  }
+
+  // Core references. Virtual only for Device, whose count also governs its
+  // primary context.
   virtual void retain() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
   virtual void release() const noexcept {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      slab::header_of(this)->tag.store(0, std::memory_order_release);
+      delete this;
+    }
+  }
+
+  // User handles (the C ABI's retain/release).
+  bool user_live() const noexcept { return user_refs_.load(std::memory_order_acquire) != 0; }
+  // Turns one core reference the caller holds into one user handle.
+  void hand_out() const noexcept {
+    uint32_t n = user_refs_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (n == 0) {
+        // The caller's reference becomes the one all user handles share.
+        if (user_refs_.compare_exchange_weak(n, 1, std::memory_order_acq_rel)) return;
+      } else if (user_refs_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel)) {
+        release();  // the shared user reference already exists
+        return;
+      }
+    }
+  }
+  // False when the user holds no handle to give more of.
+  bool user_retain() const noexcept {
+    uint32_t n = user_refs_.load(std::memory_order_relaxed);
+    while (n != 0)
+      if (user_refs_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel)) return true;
+    return false;
+  }
+  // False when the user holds no handle (a surplus release); nothing changes.
+  bool user_release() const noexcept {
+    uint32_t n = user_refs_.load(std::memory_order_relaxed);
+    while (n != 0) {
+      if (user_refs_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) {
+        if (n == 1) release();  // the last user handle: drop the shared reference
+        return true;
+      }
+    }
+    return false;
   }
 
  protected:
-  virtual ~Object() { tag_ = Tag::dead; }
+  virtual ~Object() = default;
 
  private:
   mutable std::atomic<uint32_t> refs_{1};
-  Tag tag_;
+  mutable std::atomic<uint32_t> user_refs_{0};
 };
 
 // Owning pointer to a reference-counted object (an object that has

@@ -216,7 +216,7 @@ CUMEM_API cumem_status_t cumem_device_count(int32_t* out_count);
 CUMEM_API cumem_status_t cumem_device_get(int32_t ordinal,
                                           cumem_device_t** out_device);
 CUMEM_API cumem_status_t cumem_device_retain(cumem_device_t* device);
-CUMEM_API void cumem_device_release(cumem_device_t* device);
+CUMEM_API cumem_status_t cumem_device_release(cumem_device_t* device);
 
 /** [in] device; [out] *out_ordinal. */
 CUMEM_API cumem_status_t cumem_device_ordinal(const cumem_device_t* device,
@@ -317,7 +317,7 @@ CUMEM_API cumem_status_t cumem_stream_per_thread_default(
     const cumem_device_t* device, cumem_stream_t** out_stream);
 
 CUMEM_API cumem_status_t cumem_stream_retain(cumem_stream_t* stream);
-CUMEM_API void cumem_stream_release(cumem_stream_t* stream);
+CUMEM_API cumem_status_t cumem_stream_release(cumem_stream_t* stream);
 
 /** The CUstream, as void*. Borrowed: valid while the handle lives. */
 CUMEM_API cumem_status_t cumem_stream_native(const cumem_stream_t* stream,
@@ -361,7 +361,7 @@ CUMEM_API cumem_status_t cumem_event_create(const cumem_device_t* device,
                                             const cumem_event_options_t* options,
                                             cumem_event_t** out_event);
 CUMEM_API cumem_status_t cumem_event_retain(cumem_event_t* event);
-CUMEM_API void cumem_event_release(cumem_event_t* event);
+CUMEM_API cumem_status_t cumem_event_release(cumem_event_t* event);
 
 /** Records the event on `stream` ([in][optional]: NULL is the legacy
  *  default stream of the event's device).
@@ -510,7 +510,7 @@ CUMEM_API cumem_status_t cumem_managed_resource_create(
     cumem_resource_t** out_resource);
 
 CUMEM_API cumem_status_t cumem_resource_retain(cumem_resource_t* resource);
-CUMEM_API void cumem_resource_release(cumem_resource_t* resource);
+CUMEM_API cumem_status_t cumem_resource_release(cumem_resource_t* resource);
 
 /** Allocates `size` bytes ordered on `stream` ([in][optional]) as a buffer.
  *  size 0 gives a valid, empty buffer with a NULL pointer.
@@ -621,7 +621,7 @@ CUMEM_API cumem_status_t cumem_buffer_retain(cumem_buffer_t* buffer);
 /** Drops a reference; the last one closes the buffer (if still open) on its
  *  deallocation stream. Errors of that close are not reported: close
  *  explicitly to see them. */
-CUMEM_API void cumem_buffer_release(cumem_buffer_t* buffer);
+CUMEM_API cumem_status_t cumem_buffer_release(cumem_buffer_t* buffer);
 
 /** The start of the memory (NULL for size 0). */
 CUMEM_API cumem_status_t cumem_buffer_ptr(const cumem_buffer_t* buffer, void** out_ptr);
@@ -810,7 +810,7 @@ CUMEM_API cumem_status_t cumem_program_compile(const cumem_device_t* device,
                                                const cumem_program_options_t* options,
                                                cumem_program_t** out_program);
 CUMEM_API cumem_status_t cumem_program_retain(cumem_program_t* program);
-CUMEM_API void cumem_program_release(cumem_program_t* program);
+CUMEM_API cumem_status_t cumem_program_release(cumem_program_t* program);
 /** The compiler's log (warnings), NUL-terminated, possibly "". Borrowed. */
 CUMEM_API cumem_status_t cumem_program_log(const cumem_program_t* program,
                                            const char** out_log);
@@ -838,14 +838,14 @@ CUMEM_API cumem_status_t cumem_library_load_data(const cumem_device_t* device,
                                                  const void* image, size_t size,
                                                  cumem_library_t** out_library);
 CUMEM_API cumem_status_t cumem_library_retain(cumem_library_t* library);
-CUMEM_API void cumem_library_release(cumem_library_t* library);
+CUMEM_API cumem_status_t cumem_library_release(cumem_library_t* library);
 /** A kernel by its (lowered) name. CUMEM_ERROR_NOT_FOUND: no such kernel. */
 CUMEM_API cumem_status_t cumem_library_get_kernel(const cumem_library_t* library,
                                                   const char* name,
                                                   cumem_kernel_t** out_kernel);
 
 CUMEM_API cumem_status_t cumem_kernel_retain(cumem_kernel_t* kernel);
-CUMEM_API void cumem_kernel_release(cumem_kernel_t* kernel);
+CUMEM_API cumem_status_t cumem_kernel_release(cumem_kernel_t* kernel);
 
 typedef struct cumem_kernel_attributes_t {
   uint32_t struct_size;

@@ -144,7 +144,7 @@ inline cumem_location_t host_numa_current() noexcept {
 namespace detail {
 
 // Move-only owner of one reference to a C handle. Derived is the facade type.
-template <class Derived, class T, cumem_status_t (*Retain)(T*), void (*Release)(T*)>
+template <class Derived, class T, cumem_status_t (*Retain)(T*), cumem_status_t (*Release)(T*)>
 class Handle {
  public:
   using native_handle_type = T*;
@@ -159,7 +159,7 @@ class Handle {
     if (this != &other) reset(std::exchange(other.handle_, nullptr));
     return *this;
   }
-  ~Handle() { Release(handle_); }
+  ~Handle() { (void)Release(handle_); }
 
   // Takes ownership of one reference to `raw`.
   static Derived adopt(T* raw) noexcept { return Derived(raw); }
@@ -173,7 +173,7 @@ class Handle {
   // Gives up ownership: the caller must cumem_X_release the result.
   T* release() noexcept { return std::exchange(handle_, nullptr); }
   // Releases the handle held and owns `raw` instead.
-  void reset(T* raw = nullptr) noexcept { Release(std::exchange(handle_, raw)); }
+  void reset(T* raw = nullptr) noexcept { (void)Release(std::exchange(handle_, raw)); }
   explicit operator bool() const noexcept { return handle_ != nullptr; }
   // A second owner of the same object (an empty owner for an empty one).
   Derived share() const { return retain(handle_); }

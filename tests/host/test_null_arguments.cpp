@@ -170,7 +170,7 @@ TEST(NullArguments, NullOutPointersWithLiveHostObjects) {
   });
   // A handle of the wrong type is refused too.
   CUMEM_EXPECT_ERROR(cumem_buffer_fill(reinterpret_cast<cumem_buffer_t*>(res), 0, 1, nullptr),
-                     CUMEM_ERROR_INVALID_ARGUMENT, "not a live handle");
+                     CUMEM_ERROR_INVALID_ARGUMENT, "is a cumem_resource_t, not a cumem_buffer_t");
   cumem_buffer_release(buf);
   cumem_resource_release(res);
 }

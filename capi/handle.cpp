@@ -1,0 +1,29 @@
+// Handle checks shared by every entry point (see capi.hpp).
+#include "capi.hpp"
+
+namespace cumem::capi {
+
+void bad_handle(const char* name, const char* expected, Tag found) {
+  const char* what = nullptr;
+  switch (found) {
+    case Tag::dead: what = nullptr; break;
+    case Tag::device: what = "cumem_device_t"; break;
+    case Tag::stream: what = "cumem_stream_t"; break;
+    case Tag::event: what = "cumem_event_t"; break;
+    case Tag::resource: what = "cumem_resource_t"; break;
+    case Tag::buffer: what = "cumem_buffer_t"; break;
+    case Tag::program: what = "cumem_program_t"; break;
+    case Tag::library: what = "cumem_library_t"; break;
+    case Tag::kernel: what = "cumem_kernel_t"; break;
+  }
+  if (found == Tag::dead)
+    fail(Status::invalid_argument, std::string("argument '") + name + "' is not a live " +
+                                       expected + ": its object was released and destroyed");
+  if (what)
+    fail(Status::invalid_argument,
+         std::string("argument '") + name + "' is a " + what + ", not a " + expected);
+  fail(Status::invalid_argument, std::string("argument '") + name + "' is not a " + expected +
+                                     " handle made by libcumem");
+}
+
+}  // namespace cumem::capi
