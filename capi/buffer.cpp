@@ -94,7 +94,7 @@ CUMEM_EXPORT cumem_status_t cumem_buffer_is_closed(const cumem_buffer_t* buffer,
   CUMEM_TRY
   const Buffer& b = object(buffer, "buffer");
   out(out_closed, "out_closed");
-  *out_closed = to_bool(b.closed());
+  *out_closed = to_bool(b.is_closed());
   CUMEM_CATCH
 }
 

@@ -55,8 +55,8 @@ CUMEM_EXPORT cumem_status_t cumem_device_get_properties(const cumem_device_t* de
   std::memcpy(v.name, p.name.data(), n);
   v.name[n] = '\0';
   std::memcpy(v.uuid, p.uuid.data(), sizeof v.uuid);
-  v.compute_capability_major = p.cc_major;
-  v.compute_capability_minor = p.cc_minor;
+  v.compute_capability_major = p.compute_capability_major;
+  v.compute_capability_minor = p.compute_capability_minor;
   v.total_memory = p.total_memory;
   v.multiprocessor_count = p.multiprocessor_count;
   v.memory_pools_supported = to_bool(p.memory_pools_supported);
@@ -136,7 +136,7 @@ CUMEM_EXPORT cumem_status_t cumem_device_stream_priority_range(const cumem_devic
   out(out_least, "out_least");
   out(out_greatest, "out_greatest");
   int least = 0, greatest = 0;
-  d.priority_range(least, greatest);
+  d.stream_priority_range(least, greatest);
   *out_least = least;
   *out_greatest = greatest;
   CUMEM_CATCH

@@ -75,6 +75,6 @@ CUMEM_EXPORT cumem_status_t cumem_event_native(const cumem_event_t* event, void*
   CUMEM_TRY
   const Event& e = object(event, "event");
   out(out_native, "out_native");
-  *out_native = static_cast<void*>(e.handle());
+  *out_native = static_cast<void*>(e.native());
   CUMEM_CATCH
 }

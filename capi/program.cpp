@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "../src/device.hpp"
-#include "../src/driver/nvrtc.hpp"
 #include "../src/program/kernel.hpp"
 #include "../src/program/launch.hpp"
 #include "../src/program/library.hpp"
@@ -64,9 +63,10 @@ CUMEM_EXPORT cumem_status_t cumem_nvrtc_version(int32_t* out_major, int32_t* out
   CUMEM_TRY
   out(out_major, "out_major");
   out(out_minor, "out_minor");
-  const nvrtc::Table& t = nvrtc::get();
-  *out_major = t.major;
-  *out_minor = t.minor;
+  int major = 0, minor = 0;
+  nvrtc_version(major, minor);
+  *out_major = major;
+  *out_minor = minor;
   CUMEM_CATCH
 }
 
@@ -206,7 +206,7 @@ CUMEM_EXPORT cumem_status_t cumem_kernel_native(const cumem_kernel_t* kernel, vo
   CUMEM_TRY
   const Kernel& k = object(kernel, "kernel");
   out(out_native, "out_native");
-  *out_native = static_cast<void*>(k.handle());
+  *out_native = static_cast<void*>(k.native());
   CUMEM_CATCH
 }
 

@@ -2,6 +2,7 @@
 #include "capi.hpp"
 
 #include "../src/buffer.hpp"
+#include "../src/resources/pool_resource.hpp"
 #include "../src/resources/resource.hpp"
 
 using namespace cumem::core;
@@ -22,6 +23,15 @@ PoolOptions pool_options(const cumem_pool_options_t* options) {
   p.ipc_enabled = o.ipc_enabled != 0;
   p.host_numa_id = o.host_numa_id;
   return p;
+}
+// The pool behind a resource, or not_supported naming what needed one.
+PoolResource& pool_of(const cumem_resource_t* resource, const char* operation) {
+  auto* pool = dynamic_cast<PoolResource*>(const_cast<Resource*>(&object(resource, "resource")));
+  if (!pool)
+    fail(Status::not_supported,
+         std::string(operation) + " needs a pool-backed resource (properties.is_pool); " +
+             object(resource, "resource").describe() + " is not one");
+  return *pool;
 }
 }  // namespace
 
@@ -83,6 +93,16 @@ CUMEM_EXPORT cumem_status_t cumem_managed_resource_create(
   Location preferred{static_cast<LocationType>(o.preferred_location.type), o.preferred_location.id};
   *out_resource =
       to_handle<cumem_resource_t>(create_managed_resource(std::move(d), preferred, o.use_pool != 0));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
+                                                        uint64_t limit_bytes,
+                                                        cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  Ref<Resource> u = ref(upstream, "upstream");
+  out(out_resource, "out_resource");
+  *out_resource = to_handle<cumem_resource_t>(create_limit_resource(std::move(u), limit_bytes));
   CUMEM_CATCH
 }
 
@@ -171,18 +191,19 @@ CUMEM_EXPORT cumem_status_t cumem_resource_reset_peak(cumem_resource_t* resource
 CUMEM_EXPORT cumem_status_t cumem_resource_pool_get_attributes(const cumem_resource_t* resource,
                                                                cumem_pool_attributes_t* attributes) {
   CUMEM_TRY
-  const Resource& r = object(resource, "resource");
+  object(resource, "resource");
   check_out_struct(attributes, "attributes");
-  const PoolAttributes a = r.pool_attributes();
+  const PoolResource& r = pool_of(resource, "reading pool attributes");
+  const PoolAttributes a = r.pool_get_attributes();
   cumem_pool_attributes_t v = CUMEM_POOL_ATTRIBUTES_INIT;
   v.reuse_follow_event_dependencies = to_bool(a.reuse_follow_event_dependencies);
   v.reuse_allow_opportunistic = to_bool(a.reuse_allow_opportunistic);
   v.reuse_allow_internal_dependencies = to_bool(a.reuse_allow_internal_dependencies);
   v.release_threshold = a.release_threshold;
-  v.reserved_mem_current = a.reserved_current;
-  v.reserved_mem_high = a.reserved_high;
-  v.used_mem_current = a.used_current;
-  v.used_mem_high = a.used_high;
+  v.reserved_mem_current = a.reserved_mem_current;
+  v.reserved_mem_high = a.reserved_mem_high;
+  v.used_mem_current = a.used_mem_current;
+  v.used_mem_high = a.used_mem_high;
   write_out_struct(attributes, v);
   CUMEM_CATCH
 }
@@ -190,8 +211,9 @@ CUMEM_EXPORT cumem_status_t cumem_resource_pool_get_attributes(const cumem_resou
 CUMEM_EXPORT cumem_status_t cumem_resource_pool_set_attributes(
     cumem_resource_t* resource, const cumem_pool_attributes_t* attributes) {
   CUMEM_TRY
-  Resource& r = object(resource, "resource");
+  object(resource, "resource");
   if (!attributes) null_argument("attributes");
+  PoolResource& r = pool_of(resource, "setting pool attributes");
   // The settable fields all lie in the first part of the struct.
   if (attributes->struct_size < offsetof(cumem_pool_attributes_t, reserved_mem_current))
     fail(Status::invalid_argument, "argument 'attributes' has struct_size " +
@@ -202,20 +224,20 @@ CUMEM_EXPORT cumem_status_t cumem_resource_pool_set_attributes(
   a.reuse_allow_opportunistic = attributes->reuse_allow_opportunistic != 0;
   a.reuse_allow_internal_dependencies = attributes->reuse_allow_internal_dependencies != 0;
   a.release_threshold = attributes->release_threshold;
-  r.set_pool_attributes(a);
+  r.pool_set_attributes(a);
   CUMEM_CATCH
 }
 
 CUMEM_EXPORT cumem_status_t cumem_resource_pool_reset_highs(cumem_resource_t* resource) {
   CUMEM_TRY
-  object(resource, "resource").reset_pool_highs();
+  pool_of(resource, "resetting pool high-water marks").pool_reset_highs();
   CUMEM_CATCH
 }
 
 CUMEM_EXPORT cumem_status_t cumem_resource_pool_trim(cumem_resource_t* resource,
                                                      uint64_t min_bytes_to_keep) {
   CUMEM_TRY
-  object(resource, "resource").trim_pool(min_bytes_to_keep);
+  pool_of(resource, "trimming a pool").pool_trim(min_bytes_to_keep);
   CUMEM_CATCH
 }
 
@@ -223,8 +245,9 @@ CUMEM_EXPORT cumem_status_t cumem_resource_pool_set_access(cumem_resource_t* res
                                                            const cumem_device_t* peer,
                                                            cumem_bool_t read_write) {
   CUMEM_TRY
-  Resource& r = object(resource, "resource");
-  r.set_pool_access(object(peer, "peer"), read_write != 0);
+  object(resource, "resource");
+  const Device& p = object(peer, "peer");
+  pool_of(resource, "setting pool access").pool_set_access(p, read_write != 0);
   CUMEM_CATCH
 }
 
@@ -232,18 +255,20 @@ CUMEM_EXPORT cumem_status_t cumem_resource_pool_get_access(const cumem_resource_
                                                            const cumem_device_t* peer,
                                                            cumem_bool_t* out_read_write) {
   CUMEM_TRY
-  const Resource& r = object(resource, "resource");
+  object(resource, "resource");
   const Device& p = object(peer, "peer");
   out(out_read_write, "out_read_write");
-  *out_read_write = to_bool(r.pool_access(p));
+  const PoolResource& r = pool_of(resource, "reading pool access");
+  *out_read_write = to_bool(r.pool_get_access(p));
   CUMEM_CATCH
 }
 
 CUMEM_EXPORT cumem_status_t cumem_resource_pool_native(const cumem_resource_t* resource,
                                                        void** out_pool) {
   CUMEM_TRY
-  const Resource& r = object(resource, "resource");
+  object(resource, "resource");
   out(out_pool, "out_pool");
-  *out_pool = static_cast<void*>(r.require_pool("reading the native pool handle"));
+  const PoolResource& r = pool_of(resource, "reading the native pool handle");
+  *out_pool = static_cast<void*>(r.pool_native());
   CUMEM_CATCH
 }

@@ -3,7 +3,7 @@
 
 #include <exception>
 
-#include "../src/driver/driver.hpp"
+#include "../src/device.hpp"
 
 static_assert(sizeof(cumem_status_t) == 4, "cumem_status_t must be 32 bits");
 #define CUMEM_SAME_STATUS(c, value) \
@@ -92,6 +92,6 @@ CUMEM_EXPORT const char* cumem_last_error_message(void) {
 CUMEM_EXPORT cumem_status_t cumem_driver_version(int32_t* out_version) {
   CUMEM_TRY
   cumem::capi::out(out_version, "out_version");
-  *out_version = cumem::core::driver::get().driver_version;
+  *out_version = cumem::core::driver_version();
   CUMEM_CATCH
 }

@@ -78,7 +78,7 @@ CUMEM_EXPORT cumem_status_t cumem_stream_native(const cumem_stream_t* stream, vo
   CUMEM_TRY
   const Stream& s = object(stream, "stream");
   out(out_native, "out_native");
-  *out_native = static_cast<void*>(s.handle());
+  *out_native = static_cast<void*>(s.native());
   CUMEM_CATCH
 }
 
@@ -119,7 +119,7 @@ CUMEM_EXPORT cumem_status_t cumem_stream_wait_event(const cumem_stream_t* stream
                                                     const cumem_event_t* event) {
   CUMEM_TRY
   const Stream& s = object(stream, "stream");
-  s.wait(object(event, "event"));
+  s.wait(object(event, "event").native());
   CUMEM_CATCH
 }
 

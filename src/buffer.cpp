@@ -153,7 +153,7 @@ Ref<Buffer> Buffer::slice(size_t offset, size_t length) {
   return view;
 }
 
-bool Buffer::closed() const noexcept {
+bool Buffer::is_closed() const noexcept {
   for (const Buffer* b = this; b; b = b->parent_.get())
     if (b->closed_.load(std::memory_order_acquire)) return true;
   return false;

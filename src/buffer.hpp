@@ -46,7 +46,7 @@ class Buffer : public Object {
 
   // Throws buffer_closed once this buffer or a parent was closed.
   void ensure_open() const;
-  bool closed() const noexcept;
+  bool is_closed() const noexcept;
 
   void* ptr() const { ensure_open(); return info_.ptr; }
   size_t size() const { ensure_open(); return info_.size; }

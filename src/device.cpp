@@ -21,6 +21,8 @@ Registry& registry() {
 
 }  // namespace
 
+int driver_version() { return driver::get().driver_version; }
+
 int Device::count() {
   const auto& drv = driver::get();
   if (!drv.has_devices) return 0;
@@ -129,8 +131,8 @@ DeviceProperties Device::properties() const {
   size_t total = 0;
   CUMEM_CU(cuDeviceTotalMem, (&total, handle_), "reading the memory size of " + describe());
   p.total_memory = total;
-  p.cc_major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-  p.cc_minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  p.compute_capability_major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  p.compute_capability_minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   p.multiprocessor_count = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   p.memory_pools_supported = attribute(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
   p.ipc_handle_types = p.memory_pools_supported
@@ -195,7 +197,7 @@ void Device::enable_peer_access(const Device& peer) const {
                 "enabling access from " + describe() + " to " + peer.describe());
 }
 
-void Device::priority_range(int& least, int& greatest) const {
+void Device::stream_priority_range(int& least, int& greatest) const {
   ScopedContext scope(*this);
   int l = 0, g = 0;
   CUMEM_CU(cuCtxGetStreamPriorityRange, (&l, &g),

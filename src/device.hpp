@@ -19,7 +19,7 @@ struct DeviceProperties {
   int ordinal = 0;
   std::string name;
   std::array<uint8_t, 16> uuid{};
-  int cc_major = 0, cc_minor = 0;
+  int compute_capability_major = 0, compute_capability_minor = 0;
   uint64_t total_memory = 0;
   int multiprocessor_count = 0;
   bool memory_pools_supported = false;
@@ -42,6 +42,9 @@ struct DeviceLimits {
   bool cluster_launch = false;
 };
 
+// The CUDA driver's version, e.g. 13000 for 13.0. Throws no_driver.
+int driver_version();
+
 class Device final : public Object {
  public:
   // Number of devices (0 when the driver sees none). Throws no_driver.
@@ -54,7 +57,7 @@ class Device final : public Object {
   void release() const noexcept override;
 
   int ordinal() const noexcept { return ordinal_; }
-  CUdevice handle() const noexcept { return handle_; }
+  CUdevice native() const noexcept { return handle_; }
   CUcontext context() const noexcept { return context_; }
 
   DeviceProperties properties() const;
@@ -65,7 +68,7 @@ class Device final : public Object {
   void memory_info(uint64_t& free_bytes, uint64_t& total_bytes) const;
   bool can_access_peer(const Device& peer) const;
   void enable_peer_access(const Device& peer) const;
-  void priority_range(int& least, int& greatest) const;
+  void stream_priority_range(int& least, int& greatest) const;
   // "device 0 (NVIDIA H200)" for messages.
   std::string describe() const;
 

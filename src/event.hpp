@@ -16,7 +16,7 @@ class Event : public Object {
  public:
   static Ref<Event> create(Ref<Device> device, bool enable_timing, bool blocking_sync);
 
-  CUevent handle() const noexcept { return handle_; }
+  CUevent native() const noexcept { return handle_; }
   const Device& device() const noexcept { return *device_; }
   bool timing_enabled() const noexcept { return timing_; }
   bool recorded() const noexcept { return recorded_.load(std::memory_order_acquire); }

@@ -4,14 +4,13 @@
 
 #include "driver/driver.hpp"
 #include "error.hpp"
-#include "event.hpp"
 
 namespace cumem::core {
 
 Ref<Stream> Stream::create(Ref<Device> device, bool nonblocking, int priority,
                            PriorityMode mode) {
   int least = 0, greatest = 0;
-  device->priority_range(least, greatest);
+  device->stream_priority_range(least, greatest);
   // Greatest priority is numerically lowest.
   if (priority < greatest || priority > least) {
     if (mode == PriorityMode::reject)
@@ -38,7 +37,7 @@ Ref<Stream> Stream::wrap(Ref<Device> device, CUstream native) {
     CUdevice owner = 0;
     ScopedContext scope(*device);
     CUMEM_CU(cuStreamGetDevice, (native, &owner), "finding the device of a foreign stream");
-    if (owner != device->handle())
+    if (owner != device->native())
       fail(Status::wrong_device, "the stream to wrap belongs to CUdevice " +
                                      std::to_string(owner) + ", not to " + device->describe());
   }
@@ -91,17 +90,26 @@ bool Stream::query() const {
   return true;
 }
 
-void Stream::wait(const Event& event) const {
+void Stream::wait(CUevent event) const {
   ScopedContext scope(*device_);
-  CUMEM_CU(cuStreamWaitEvent, (handle_, event.handle(), 0),
-           "making " + describe() + " wait for an event");
+  CUMEM_CU(cuStreamWaitEvent, (handle_, event, 0), "making " + describe() + " wait for an event");
 }
 
 void Stream::wait(const Stream& other) const {
   if (&other == this) return;
-  Ref<Event> marker = Event::create(other.device_, false, false);
-  marker->record(&other);
-  wait(*marker);
+  // A marker event recorded on `other`; the driver keeps it alive until the
+  // wait is resolved, so it may be destroyed at once.
+  ScopedContext scope(*other.device_);
+  CUevent marker = nullptr;
+  CUMEM_CU(cuEventCreate, (&marker, CU_EVENT_DISABLE_TIMING),
+           "creating an event to order " + describe() + " after " + other.describe());
+  const CUresult recorded = CUMEM_CU_RESULT(cuEventRecord, (marker, other.handle_));
+  const CUresult waited = recorded == CUDA_SUCCESS
+                              ? CUMEM_CU_RESULT(cuStreamWaitEvent, (handle_, marker, 0))
+                              : recorded;
+  CUMEM_CU_QUIET(cuEventDestroy, (marker));
+  driver::check(waited, recorded == CUDA_SUCCESS ? "cuStreamWaitEvent" : "cuEventRecord",
+                "making " + describe() + " wait for " + other.describe());
 }
 
 }  // namespace cumem::core

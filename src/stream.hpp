@@ -9,8 +9,6 @@
 
 namespace cumem::core {
 
-class Event;
-
 enum class PriorityMode { clamp, reject };
 
 class Stream : public Object {
@@ -21,13 +19,14 @@ class Stream : public Object {
   static Ref<Stream> legacy_default(Ref<Device> device);
   static Ref<Stream> per_thread_default(Ref<Device> device);
 
-  CUstream handle() const noexcept { return handle_; }
+  CUstream native() const noexcept { return handle_; }
   const Device& device() const noexcept { return *device_; }
   const Ref<Device>& device_ref() const noexcept { return device_; }
   int priority() const;
   void synchronize() const;
   bool query() const;  // true when all queued work is done
-  void wait(const Event& event) const;
+  // Work queued after this waits for the last record of `event` (any device).
+  void wait(CUevent event) const;
   void wait(const Stream& other) const;
   // "stream 0x1234 of device 0" for messages.
   std::string describe() const;
@@ -45,7 +44,7 @@ class Stream : public Object {
 // The native handle of an optional stream: the legacy default stream for
 // nullptr.
 inline CUstream native_or_legacy(const Stream* stream) {
-  return stream ? stream->handle() : CU_STREAM_LEGACY;
+  return stream ? stream->native() : CU_STREAM_LEGACY;
 }
 
 }  // namespace cumem::core

@@ -28,7 +28,7 @@ class Kernel : public Object {
   // Throws not_found when the library has no kernel of that name.
   static Ref<Kernel> get(Ref<Library> library, const std::string& name);
 
-  CUkernel handle() const noexcept { return handle_; }
+  CUkernel native() const noexcept { return handle_; }
   const Library& library() const noexcept { return *library_; }
   const Device& device() const noexcept { return library_->device(); }
   const std::string& name() const noexcept { return name_; }

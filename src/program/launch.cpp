@@ -121,7 +121,7 @@ void launch(const Kernel& kernel, const Stream* stream, const LaunchConfig& conf
   // A CUkernel is accepted where a CUfunction is expected (CUDA 12.0+): the
   // driver picks the kernel's code for the current context.
   const CUresult r = CUMEM_CU_RESULT(
-      cuLaunchKernelEx, (&native, reinterpret_cast<CUfunction>(kernel.handle()), args, nullptr));
+      cuLaunchKernelEx, (&native, reinterpret_cast<CUfunction>(kernel.native()), args, nullptr));
   if (r == CUDA_SUCCESS) return;  // the message below is for failures only: keep launches cheap
   const std::string what =
       "launching " + kernel.describe() + " with grid " + dims(config.grid) + ", block " +

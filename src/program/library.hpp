@@ -18,7 +18,7 @@ class Library : public Object {
   // the driver's error) when the driver rejects it.
   static Ref<Library> load(Ref<Device> device, const void* image, size_t size);
 
-  CUlibrary handle() const noexcept { return handle_; }
+  CUlibrary native() const noexcept { return handle_; }
   const Device& device() const noexcept { return *device_; }
   const Ref<Device>& device_ref() const noexcept { return device_; }
 

@@ -62,6 +62,12 @@ std::string device_arch(const nvrtc::Table& t, const Device& device, CodeType co
 
 }  // namespace
 
+void nvrtc_version(int& major, int& minor) {
+  const nvrtc::Table& t = nvrtc::get();
+  major = t.major;
+  minor = t.minor;
+}
+
 Ref<Program> Program::compile(Ref<Device> device, const std::string& source,
                               const CompileOptions& options) {
   // NVRTC first: without a compiler nothing else matters.
@@ -125,7 +131,7 @@ const std::string& Program::lowered_name(const std::string& name_expression) con
   fail(Status::not_found, "name expression '" + name_expression +
                               "' was not given when '" + name_ + "' was compiled (given: " +
                               (given.empty() ? "none" : given) +
-                              "); pass it in cumem_program_options_t.name_expressions");
+                              "); add it to the program options' name_expressions");
 }
 
 }  // namespace cumem::core

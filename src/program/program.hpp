@@ -22,6 +22,9 @@ struct CompileOptions {
   std::string name = "cumem_program.cu";
 };
 
+// NVRTC's version, loading it on first use. Throws no_compiler.
+void nvrtc_version(int& major, int& minor);
+
 class Program : public Object {
  public:
   // Throws no_compiler (NVRTC missing), compilation (with the log),

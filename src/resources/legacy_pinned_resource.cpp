@@ -2,14 +2,25 @@
 // device (portable) and mapped into the device address space.
 #include "../driver/driver.hpp"
 #include "../error.hpp"
-#include "resource.hpp"
+#include "sync_resource.hpp"
 
 namespace cumem::core {
 namespace {
 
-class LegacyPinnedResource final : public Resource {
+ResourceProperties legacy_pinned_properties() {
+  ResourceProperties p;
+  p.kind = ResourceKind::legacy_pinned;
+  p.memory_kind = MemoryKind::pinned;
+  p.device_accessible = true;
+  p.host_accessible = true;
+  p.device_id = -1;
+  return p;
+}
+
+class LegacyPinnedResource final : public SyncResource {
  public:
-  explicit LegacyPinnedResource(Ref<Device> device) : Resource(std::move(device), properties()) {}
+  explicit LegacyPinnedResource(Ref<Device> device)
+      : SyncResource(std::move(device), legacy_pinned_properties()) {}
   std::string describe() const override {
     return "legacy pinned resource (cuMemHostAlloc) of " + device_->describe();
   }
@@ -22,23 +33,9 @@ class LegacyPinnedResource final : public Resource {
              "allocating " + describe_bytes(size) + " with cuMemHostAlloc");
     return p;
   }
-  void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
-    // Synchronous free: wait for the work that may still use the memory.
-    if (stream) stream->synchronize();
+  void free_now(void* ptr, size_t size) override {
     ScopedContext scope(*device_);
-    if (!stream) CUMEM_CU(cuStreamSynchronize, (CU_STREAM_LEGACY), "waiting before cuMemFreeHost");
     CUMEM_CU(cuMemFreeHost, (ptr), "freeing " + describe_bytes(size) + " with cuMemFreeHost");
-  }
-
- private:
-  static ResourceProperties properties() {
-    ResourceProperties p;
-    p.kind = ResourceKind::legacy_pinned;
-    p.memory_kind = MemoryKind::pinned;
-    p.device_accessible = true;
-    p.host_accessible = true;
-    p.device_id = -1;
-    return p;
   }
 };
 

@@ -1,10 +1,11 @@
 // Unified (managed) memory with a preferred location: from the managed
-// cuMemPool of CUDA 13+ drivers, else cuMemAllocManaged. Allocations larger
-// than the device's free memory are refused: oversubscribing managed memory
-// can stall the GPU.
+// cuMemPool of CUDA 13+ drivers, else cuMemAllocManaged. Both kinds refuse
+// allocations larger than the device's free memory: oversubscribing managed
+// memory can stall the GPU.
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "pool_resource.hpp"
+#include "sync_resource.hpp"
 
 namespace cumem::core {
 namespace {
@@ -21,8 +22,6 @@ ResourceProperties managed_properties(const Device& device, bool pool) {
   return p;
 }
 
-}  // namespace
-
 void check_within_free_memory(const Device& device, size_t size) {
   uint64_t free_bytes = 0, total = 0;
   device.memory_info(free_bytes, total);
@@ -32,13 +31,23 @@ void check_within_free_memory(const Device& device, size_t size) {
                                     ") so that they cannot oversubscribe it");
 }
 
-namespace {
+// The managed pool, guarded by the device's free memory.
+class ManagedPoolResource final : public PoolResource {
+ public:
+  using PoolResource::PoolResource;
+
+ protected:
+  void* do_allocate(size_t size, const Stream* stream) override {
+    check_within_free_memory(*device_, size);
+    return PoolResource::do_allocate(size, stream);
+  }
+};
 
 // cuMemAllocManaged with the preferred location advised on each allocation.
-class ManagedAllocResource final : public Resource {
+class ManagedAllocResource final : public SyncResource {
  public:
   ManagedAllocResource(Ref<Device> device, const ResourceProperties& props, Location preferred)
-      : Resource(std::move(device), props), preferred_(preferred) {}
+      : SyncResource(std::move(device), props), preferred_(preferred) {}
   std::string describe() const override {
     return "managed resource (cuMemAllocManaged) of " + device_->describe() +
            ", preferring " + core::describe(preferred_);
@@ -61,10 +70,8 @@ class ManagedAllocResource final : public Resource {
     }
     return reinterpret_cast<void*>(ptr);
   }
-  void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
-    if (stream) stream->synchronize();
+  void free_now(void* ptr, size_t size) override {
     ScopedContext scope(*device_);
-    if (!stream) CUMEM_CU(cuStreamSynchronize, (CU_STREAM_LEGACY), "waiting before cuMemFree");
     CUMEM_CU(cuMemFree, (reinterpret_cast<CUdeviceptr>(ptr)),
              "freeing " + describe_bytes(size) + " of managed memory");
   }
@@ -76,25 +83,11 @@ class ManagedAllocResource final : public Resource {
 }  // namespace
 
 Ref<Resource> create_managed_resource(Ref<Device> device, Location preferred, bool use_pool) {
+  validate(preferred,
+           {LocationType::none, LocationType::device, LocationType::host, LocationType::host_numa},
+           "the preferred location of managed memory");
   if (device->attribute(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY) == 0)
     fail(Status::not_supported, device->describe() + " does not support managed memory");
-  switch (preferred.type) {
-    case LocationType::none:
-    case LocationType::host:
-    case LocationType::host_numa:
-      break;
-    case LocationType::device: {
-      const int n = Device::count();
-      if (preferred.id < 0 || preferred.id >= n)
-        fail(Status::invalid_argument, "preferred location device " +
-                                           std::to_string(preferred.id) + " does not exist");
-      break;
-    }
-    default:
-      fail(Status::invalid_argument,
-           "the preferred location of managed memory must be none, a device, the host or a "
-           "host NUMA node, not " + describe(preferred));
-  }
   const auto& drv = driver::get();
   if (use_pool && drv.cuMemGetDefaultMemPool_fn) {
     ScopedContext scope(*device);
@@ -102,13 +95,13 @@ Ref<Resource> create_managed_resource(Ref<Device> device, Location preferred, bo
     CUmemoryPool pool = nullptr;
     // Drivers or devices without managed pools answer with an error: fall
     // back to cuMemAllocManaged then.
-    if (drv.cuMemGetDefaultMemPool_fn(&pool, &location, CU_MEM_ALLOCATION_TYPE_MANAGED) ==
-            CUDA_SUCCESS &&
+    if (CUMEM_CU_QUIET(cuMemGetDefaultMemPool,
+                       (&pool, &location, CU_MEM_ALLOCATION_TYPE_MANAGED)) == CUDA_SUCCESS &&
         pool) {
       set_release_threshold(pool, UINT64_MAX);
-      return Ref<Resource>::adopt(new PoolResource(
-          device, managed_properties(*device, true), pool, false,
-          "managed pool preferring " + describe(preferred), /*within_free_memory=*/true));
+      return Ref<Resource>::adopt(
+          new ManagedPoolResource(device, managed_properties(*device, true), pool, false,
+                                  "managed pool preferring " + describe(preferred), 0));
     }
   }
   const ResourceProperties props = managed_properties(*device, false);

@@ -12,9 +12,7 @@ Ref<Resource> create_pinned_resource(Ref<Device> device, const PoolOptions& opti
          "pinned memory pools need a CUDA 12.6 driver or newer; the installed driver is CUDA " +
              std::to_string(drv.driver_version / 1000) + "." +
              std::to_string((drv.driver_version % 1000) / 10));
-  if (options.use_default_pool && (options.max_size != 0 || options.ipc_enabled))
-    fail(Status::invalid_argument,
-         "max_size and ipc_enabled apply to new pools only; set use_default_pool to false");
+  check_pool_options(options);
 
   // Pools on plain CU_MEM_LOCATION_TYPE_HOST cannot do IPC: they need a node.
   int numa = options.host_numa_id;
@@ -48,22 +46,20 @@ Ref<Resource> create_pinned_resource(Ref<Device> device, const PoolOptions& opti
              "getting the default pinned pool of " + where);
     name = "default pinned pool of " + where;
   } else {
-    CUmemPoolProps pp{};
-    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    pp.handleTypes = options.ipc_enabled ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-                                         : CU_MEM_HANDLE_TYPE_NONE;
-    pp.location = location;
-    pp.maxSize = static_cast<size_t>(options.max_size);
-    CUMEM_CU(cuMemPoolCreate, (&pool, &pp), "creating a pinned memory pool on " + where);
+    PoolSpec spec;
+    spec.location = location;
+    spec.ipc_enabled = options.ipc_enabled;
+    spec.max_size = options.max_size;
+    pool = create_pool(spec, where);
     owned = true;
     name = "pinned pool of " + where;
   }
-  Ref<Resource> resource =
-      Ref<Resource>::adopt(new PoolResource(device, props, pool, owned, name));
+  auto* resource = new PoolResource(device, props, pool, owned, name, options.max_size);
+  Ref<Resource> ref = Ref<Resource>::adopt(resource);
   set_release_threshold(pool, options.release_threshold);
   // Host pools are only host-accessible at first; the device must be granted.
-  resource->set_pool_access(*device, true);
-  return resource;
+  resource->pool_set_access(*device, true);
+  return ref;
 }
 
 }  // namespace cumem::core

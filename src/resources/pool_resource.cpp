@@ -6,13 +6,12 @@
 namespace cumem::core {
 
 PoolResource::PoolResource(Ref<Device> device, const ResourceProperties& properties,
-                           CUmemoryPool pool, bool owned, std::string name,
-                           bool within_free_memory)
+                           CUmemoryPool pool, bool owned, std::string name, uint64_t max_size)
     : Resource(std::move(device), properties),
       pool_(pool),
       owned_(owned),
-      within_free_memory_(within_free_memory),
-      name_(std::move(name)) {}
+      name_(std::move(name)),
+      budget_(max_size ? std::make_unique<ByteBudget>(max_size) : nullptr) {}
 
 PoolResource::~PoolResource() {
   if (!owned_) return;
@@ -25,28 +24,171 @@ PoolResource::~PoolResource() {
 }
 
 void* PoolResource::do_allocate(size_t size, const Stream* stream) {
-  if (within_free_memory_) check_within_free_memory(*device_, size);
-  ScopedContext scope(context_device(stream));
-  CUdeviceptr ptr = 0;
-  CUMEM_CU(cuMemAllocFromPoolAsync, (&ptr, size, pool_, native_or_legacy(stream)),
-           "allocating " + describe_bytes(size) + " from " + name_);
-  return reinterpret_cast<void*>(ptr);
+  if (budget_ && !budget_->try_take(size))
+    fail(Status::out_of_memory, "the pool's max_size of " + describe_bytes(budget_->limit()) +
+                                    " allows " +
+                                    describe_bytes(budget_->limit() - budget_->used()) +
+                                    " more, and " + describe_bytes(size) + " were asked for");
+  try {
+    ScopedContext scope(context_device(stream));
+    CUdeviceptr ptr = 0;
+    CUMEM_CU(cuMemAllocFromPoolAsync, (&ptr, size, pool_, native_or_legacy(stream)),
+             "allocating " + describe_bytes(size) + " from " + name_);
+    return reinterpret_cast<void*>(ptr);
+  } catch (...) {
+    if (budget_) budget_->give_back(size);
+    throw;
+  }
 }
 
 void PoolResource::do_deallocate(void* ptr, size_t size, const Stream* stream) {
   ScopedContext scope(context_device(stream));
   CUMEM_CU(cuMemFreeAsync, (reinterpret_cast<CUdeviceptr>(ptr), native_or_legacy(stream)),
            "freeing " + describe_bytes(size) + " to " + name_);
+  // The bytes count against max_size until the free is enqueued.
+  if (budget_) budget_->give_back(size);
 }
 
 std::string PoolResource::usage_details() const {
   try {
-    const PoolAttributes a = pool_attributes();
-    return "; the pool reserves " + describe_bytes(a.reserved_current) + " and uses " +
-           describe_bytes(a.used_current);
+    const PoolAttributes a = pool_get_attributes();
+    return "; the pool reserves " + describe_bytes(a.reserved_mem_current) + " and uses " +
+           describe_bytes(a.used_mem_current);
   } catch (...) {
     return "";
   }
+}
+
+namespace {
+
+uint64_t get_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, const char* name) {
+  // Flags are ints, sizes and thresholds are cuuint64_t.
+  switch (attribute) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: {
+      int value = 0;
+      CUMEM_CU(cuMemPoolGetAttribute, (pool, attribute, &value),
+               std::string("reading the pool attribute ") + name);
+      return static_cast<uint64_t>(value);
+    }
+    default: {
+      cuuint64_t value = 0;
+      CUMEM_CU(cuMemPoolGetAttribute, (pool, attribute, &value),
+               std::string("reading the pool attribute ") + name);
+      return value;
+    }
+  }
+}
+
+}  // namespace
+
+PoolAttributes PoolResource::pool_get_attributes() const {
+  ScopedContext scope(*device_);
+  PoolAttributes a;
+  a.reuse_follow_event_dependencies =
+      get_attribute(pool_, CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+                    "reuse_follow_event_dependencies") != 0;
+  a.reuse_allow_opportunistic =
+      get_attribute(pool_, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, "reuse_allow_opportunistic") != 0;
+  a.reuse_allow_internal_dependencies =
+      get_attribute(pool_, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+                    "reuse_allow_internal_dependencies") != 0;
+  a.release_threshold = get_attribute(pool_, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, "release_threshold");
+  a.reserved_mem_current =
+      get_attribute(pool_, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, "reserved_mem_current");
+  a.reserved_mem_high = get_attribute(pool_, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, "reserved_mem_high");
+  a.used_mem_current = get_attribute(pool_, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, "used_mem_current");
+  a.used_mem_high = get_attribute(pool_, CU_MEMPOOL_ATTR_USED_MEM_HIGH, "used_mem_high");
+  return a;
+}
+
+void PoolResource::pool_set_attributes(const PoolAttributes& a) {
+  ScopedContext scope(*device_);
+  const struct {
+    CUmemPool_attribute attribute;
+    bool value;
+    const char* name;
+  } flags[] = {
+      {CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES, a.reuse_follow_event_dependencies,
+       "reuse_follow_event_dependencies"},
+      {CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, a.reuse_allow_opportunistic,
+       "reuse_allow_opportunistic"},
+      {CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, a.reuse_allow_internal_dependencies,
+       "reuse_allow_internal_dependencies"},
+  };
+  for (const auto& f : flags) {
+    int value = f.value ? 1 : 0;
+    CUMEM_CU(cuMemPoolSetAttribute, (pool_, f.attribute, &value),
+             std::string("setting the pool attribute ") + f.name);
+  }
+  set_release_threshold(pool_, a.release_threshold);
+}
+
+void PoolResource::pool_reset_highs() {
+  ScopedContext scope(*device_);
+  cuuint64_t zero = 0;
+  CUMEM_CU(cuMemPoolSetAttribute, (pool_, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero),
+           "resetting the pool's reserved_mem_high");
+  CUMEM_CU(cuMemPoolSetAttribute, (pool_, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero),
+           "resetting the pool's used_mem_high");
+}
+
+void PoolResource::pool_trim(uint64_t min_bytes_to_keep) {
+  ScopedContext scope(*device_);
+  CUMEM_CU(cuMemPoolTrimTo, (pool_, static_cast<size_t>(min_bytes_to_keep)),
+           "trimming " + describe() + " to " + describe_bytes(min_bytes_to_keep));
+}
+
+void PoolResource::pool_set_access(const Device& peer, bool read_write) {
+  const bool device_pool = properties().memory_kind == MemoryKind::device;
+  if (device_pool && &peer == device_.get()) {
+    if (read_write) return;  // the owner always has access
+    fail(Status::invalid_argument,
+         "cannot revoke " + peer.describe() + "'s access to its own " + describe());
+  }
+  if (device_pool && read_write && !peer.can_access_peer(*device_))
+    fail(Status::not_supported, peer.describe() + " cannot access the memory of " +
+                                    device_->describe() + " (no peer path)");
+  CUmemAccessDesc desc{};
+  desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  desc.location.id = peer.ordinal();
+  desc.flags = read_write ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  ScopedContext scope(*device_);
+  CUMEM_CU(cuMemPoolSetAccess, (pool_, &desc, 1),
+           std::string(read_write ? "granting " : "revoking ") + peer.describe() +
+               " access to " + describe());
+}
+
+bool PoolResource::pool_get_access(const Device& peer) const {
+  CUmemLocation location{};
+  location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  location.id = peer.ordinal();
+  CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  ScopedContext scope(*device_);
+  CUMEM_CU(cuMemPoolGetAccess, (&flags, pool_, &location),
+           "reading " + peer.describe() + "'s access to " + describe());
+  return flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+}
+
+void check_pool_options(const PoolOptions& options) {
+  if (options.use_default_pool && (options.max_size != 0 || options.ipc_enabled))
+    fail(Status::invalid_argument,
+         "max_size and ipc_enabled apply to new pools only; set use_default_pool to false");
+}
+
+CUmemoryPool create_pool(const PoolSpec& spec, const std::string& where) {
+  CUmemPoolProps props{};
+  props.allocType = spec.allocation_type;
+  // POSIX file descriptors only: FABRIC handles need an IMEX channel, and
+  // destroying a FABRIC pool without one crashes some drivers.
+  props.handleTypes =
+      spec.ipc_enabled ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : CU_MEM_HANDLE_TYPE_NONE;
+  props.location = spec.location;
+  props.maxSize = static_cast<size_t>(spec.max_size);
+  CUmemoryPool pool = nullptr;
+  CUMEM_CU(cuMemPoolCreate, (&pool, &props), "creating a memory pool on " + where);
+  return pool;
 }
 
 void set_release_threshold(CUmemoryPool pool, uint64_t threshold) {

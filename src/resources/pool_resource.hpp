@@ -1,35 +1,73 @@
-// Stream-ordered allocation from a cuMemPool: the device, pinned and managed
-// kinds differ only in how their pool is made (see their factories).
+// Stream-ordered allocation from a cuMemPool, and the pool's administration
+// (attributes, trim, access, the native handle). The device, pinned and
+// managed kinds differ only in how their pool is made (their factories);
+// create_pool() and check_pool_options() are the shared builder.
 #pragma once
 
+#include <memory>
+
+#include "byte_budget.hpp"
 #include "resource.hpp"
 
 namespace cumem::core {
 
-class PoolResource final : public Resource {
+struct PoolAttributes {
+  bool reuse_follow_event_dependencies = false;
+  bool reuse_allow_opportunistic = false;
+  bool reuse_allow_internal_dependencies = false;
+  uint64_t release_threshold = 0;
+  uint64_t reserved_mem_current = 0, reserved_mem_high = 0;
+  uint64_t used_mem_current = 0, used_mem_high = 0;
+};
+
+class PoolResource : public Resource {
  public:
-  // Takes the pool; destroys it at the end when `owned`. With
-  // `within_free_memory` (managed pools) no allocation may exceed the
-  // device's free memory.
+  // Takes `pool`; destroys it at the end when `owned`. A max_size above 0 is
+  // enforced here on the bytes in use (the driver only caps what it
+  // reserves, at its own granularity).
   PoolResource(Ref<Device> device, const ResourceProperties& properties, CUmemoryPool pool,
-               bool owned, std::string name, bool within_free_memory = false);
-  CUmemoryPool pool() const noexcept override { return pool_; }
+               bool owned, std::string name, uint64_t max_size);
   std::string describe() const override { return name_; }
 
+  CUmemoryPool pool_native() const noexcept { return pool_; }
+  PoolAttributes pool_get_attributes() const;
+  // Sets the three reuse flags and the release threshold.
+  void pool_set_attributes(const PoolAttributes& attributes);
+  void pool_reset_highs();
+  // Releases unused reserved memory, keeping at least min_bytes_to_keep.
+  void pool_trim(uint64_t min_bytes_to_keep);
+  void pool_set_access(const Device& peer, bool read_write);
+  bool pool_get_access(const Device& peer) const;
+  // 0 when unlimited.
+  uint64_t max_size() const noexcept { return budget_ ? budget_->limit() : 0; }
+
  protected:
+  ~PoolResource() override;
   void* do_allocate(size_t size, const Stream* stream) override;
   void do_deallocate(void* ptr, size_t size, const Stream* stream) override;
   std::string usage_details() const override;
 
  private:
-  ~PoolResource() override;
-
   CUmemoryPool pool_;
   bool owned_;
-  bool within_free_memory_;
   std::string name_;
+  std::unique_ptr<ByteBudget> budget_;
 };
 
+// What a new pool is: where its memory lives, whether it can be shared with
+// other processes (POSIX file descriptors), and its max_size (0: none).
+struct PoolSpec {
+  CUmemLocation location{};
+  CUmemAllocationType allocation_type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  bool ipc_enabled = false;
+  uint64_t max_size = 0;
+};
+
+// max_size and ipc_enabled describe new pools; refuse them with a default pool.
+void check_pool_options(const PoolOptions& options);
+// A new cuMemPool; `where` names the location in messages. The caller
+// hands it to a PoolResource with owned = true.
+CUmemoryPool create_pool(const PoolSpec& spec, const std::string& where);
 // Sets a pool's release threshold (UINT64_MAX keeps all freed memory).
 void set_release_threshold(CUmemoryPool pool, uint64_t threshold);
 

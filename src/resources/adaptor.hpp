@@ -1,0 +1,34 @@
+// An adaptor is a resource over an upstream resource: it keeps the upstream
+// alive, describes the same memory, and adds one behaviour of its own in
+// do_allocate/do_deallocate (which pass the rest to upstream()).
+#pragma once
+
+#include "resource.hpp"
+
+namespace cumem::core {
+
+class Adaptor : public Resource {
+ public:
+  const Resource& upstream() const noexcept { return *upstream_; }
+
+ protected:
+  // The adaptor's memory is the upstream's; `kind` says what the adaptor is.
+  // Adaptors own no pool and export nothing themselves.
+  Adaptor(Ref<Resource> upstream, ResourceKind kind)
+      : Resource(upstream->device() ? Ref<Device>::share(const_cast<Device*>(upstream->device()))
+                                    : nullptr,
+                 adapted(upstream->properties(), kind)),
+        upstream_(std::move(upstream)) {}
+  Resource& upstream() noexcept { return *upstream_; }
+
+ private:
+  static ResourceProperties adapted(ResourceProperties p, ResourceKind kind) {
+    p.kind = kind;
+    p.is_pool = false;
+    p.ipc_enabled = false;
+    return p;
+  }
+  Ref<Resource> upstream_;
+};
+
+}  // namespace cumem::core

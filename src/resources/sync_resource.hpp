@@ -1,0 +1,22 @@
+// The kinds whose free is synchronous (host, legacy pinned, cuMemAllocManaged,
+// cuMemAlloc): a stream-ordered free becomes "wait, then free now". One rule
+// for the stream: a given stream is synchronized; no stream means the legacy
+// default stream of the resource's device (nothing to wait for on a
+// resource without a device, the host kind).
+#pragma once
+
+#include "resource.hpp"
+
+namespace cumem::core {
+
+class SyncResource : public Resource {
+ protected:
+  using Resource::Resource;
+  // Frees memory nothing uses any more.
+  virtual void free_now(void* ptr, size_t size) = 0;
+
+ private:
+  void do_deallocate(void* ptr, size_t size, const Stream* stream) final;
+};
+
+}  // namespace cumem::core
