@@ -68,6 +68,16 @@ BufferInfo info_from_pointer(void* ptr, size_t size, Ref<Device>& device) {
   return info;
 }
 
+// [ptr, ptr + size) must be a range of addresses: ptr NULL only with size
+// 0, and no wrap past the end of the address space.
+void check_range(void* ptr, size_t size) {
+  if (!ptr && size != 0)
+    fail(Status::invalid_argument, "ptr is NULL but size is " + std::to_string(size));
+  if (size > UINTPTR_MAX - reinterpret_cast<uintptr_t>(ptr))
+    fail(Status::invalid_argument, "the range of " + std::to_string(size) +
+                                       " bytes at ptr wraps past the end of the address space");
+}
+
 }  // namespace
 
 Ref<Buffer> Buffer::owned_by(Ref<Resource> resource, void* ptr, size_t size,
@@ -92,14 +102,12 @@ Ref<Buffer> Buffer::allocate(Ref<Resource> resource, size_t size, const Stream* 
 }
 
 Ref<Buffer> Buffer::wrap_owned(Ref<Resource> resource, void* ptr, size_t size) {
-  if (!ptr && size != 0)
-    fail(Status::invalid_argument, "ptr is NULL but size is " + std::to_string(size));
+  check_range(ptr, size);
   return owned_by(std::move(resource), ptr, size, nullptr);
 }
 
 Ref<Buffer> Buffer::wrap(void* ptr, size_t size, ReleaseFn release, void* user_data) {
-  if (!ptr && size != 0)
-    fail(Status::invalid_argument, "ptr is NULL but size is " + std::to_string(size));
+  check_range(ptr, size);
   Ref<Buffer> buffer = Ref<Buffer>::adopt(new Buffer);
   Buffer& b = *buffer;
   b.owner_ = Owner::callback;
@@ -113,6 +121,7 @@ Ref<Buffer> Buffer::wrap(void* ptr, size_t size, ReleaseFn release, void* user_d
 Ref<Buffer> Buffer::register_host(Ref<Device> device, void* ptr, size_t size) {
   if (!ptr || size == 0)
     fail(Status::invalid_argument, "cannot register host memory with a NULL pointer or size 0");
+  check_range(ptr, size);
   Ref<Buffer> buffer = Ref<Buffer>::adopt(new Buffer);
   {
     ScopedContext scope(*device);

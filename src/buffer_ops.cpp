@@ -122,19 +122,10 @@ void Buffer::require_managed(const char* operation) const {
 
 void Buffer::prefetch(Location location, const Stream* stream) {
   require_managed("prefetch");
-  switch (location.type) {
-    case LocationType::device:
-      if (location.id < 0 || location.id >= Device::count())
-        fail(Status::invalid_argument,
-             "cannot prefetch to device " + std::to_string(location.id) + ": no such device");
-      break;
-    case LocationType::host:
-    case LocationType::host_numa:
-    case LocationType::host_numa_current:
-      break;
-    default:
-      fail(Status::invalid_argument, "cannot prefetch to " + describe(location));
-  }
+  validate(location,
+           {LocationType::device, LocationType::host, LocationType::host_numa,
+            LocationType::host_numa_current},
+           "the prefetch destination");
   if (info_.size == 0) return;
   Ref<Device> holder;
   ScopedContext scope(pick_context(stream, context_device(), nullptr, holder));
@@ -149,9 +140,15 @@ void Buffer::advise(Advice advice, Location location) {
     fail(Status::invalid_argument, "unknown advice " + std::to_string(static_cast<int>(advice)));
   const bool read_mostly =
       advice == Advice::set_read_mostly || advice == Advice::unset_read_mostly;
-  if (!read_mostly && location.type == LocationType::none)
-    fail(Status::invalid_argument,
-         "the preferred-location and accessed-by advices need a location (a device or the host)");
+  if (read_mostly) {
+    // The location is ignored; a bad one is still refused, as everywhere.
+    if (location.type != LocationType::none)
+      validate(location, {LocationType::device, LocationType::host, LocationType::host_numa},
+               "the advice's location");
+  } else {
+    validate(location, {LocationType::device, LocationType::host, LocationType::host_numa},
+             "the preferred-location and accessed-by advices' location");
+  }
   if (info_.size == 0) return;
   Ref<Device> holder;
   const Device& ctx = pick_context(nullptr, context_device(), nullptr, holder);

@@ -12,9 +12,12 @@
  *    is [in]. Only these may be NULL ([in][optional]): options structs,
  *    stream arguments, release_fn/user_data of cumem_buffer_wrap, and args
  *    of cumem_launch when num_args is 0.
+ *    Three calls also take a NULL pointer with size 0 (an empty range):
+ *    cumem_resource_deallocate_raw, cumem_buffer_wrap and
+ *    cumem_buffer_wrap_owned.
  *  - Errors every call can give besides those listed with it:
- *    CUMEM_ERROR_INVALID_ARGUMENT (a NULL or dead handle, a NULL out
- *    pointer, a struct_size below 4), CUMEM_ERROR_NO_DRIVER (the call needs
+ *    CUMEM_ERROR_INVALID_ARGUMENT (a NULL, released or wrong-type handle, a
+ *    NULL out pointer, a bad struct_size), CUMEM_ERROR_NO_DRIVER (the call needs
  *    the CUDA driver and it cannot be loaded), CUMEM_ERROR_DRIVER (the
  *    driver failed; its error name and what was being done are in the
  *    message), CUMEM_ERROR_INTERNAL (a bug: please report the message).
@@ -26,7 +29,12 @@
  *    with a message naming the argument.
  *  - Every object is reference counted: a function that hands out an object
  *    (`[out] cumem_X_t**`) gives the caller one reference, which the caller
- *    gives back with cumem_X_release(). cumem_X_release(NULL) does nothing.
+ *    gives back with cumem_X_release(). cumem_X_release(NULL) does nothing
+ *    and returns CUMEM_SUCCESS. The references the caller holds are counted
+ *    apart from those libcumem holds itself (a buffer on its resource, ...):
+ *    a release beyond the caller's references is refused, never destroys an
+ *    object that libcumem still uses, and returns
+ *    CUMEM_ERROR_INVALID_ARGUMENT with a message.
  *    A handle is the object's identity: getters such as
  *    cumem_buffer_resource() return the same pointer value the creator got
  *    (with one more reference), and cumem_device_get() returns one handle per
@@ -47,6 +55,24 @@
  *    calls on the same buffer.
  *  - Functions that need no GPU (versions, status strings, the host resource
  *    and host buffers) work without a CUDA driver.
+ *  - Misuse that is detected (CUMEM_ERROR_INVALID_ARGUMENT with a message
+ *    naming the argument, nothing changed): a NULL handle; a handle of
+ *    another type (a resource passed as a buffer); a handle used, retained
+ *    or released after the caller gave back its last reference, and a
+ *    release beyond the caller's references. Handles are slots of memory
+ *    libcumem never returns to the system, so checking them reads valid
+ *    memory. This holds until the slot is reused by a new object of any
+ *    type: from then on the stale handle names that new object (when its
+ *    type matches, the call acts on it). Misuse that stays undefined: a
+ *    pointer that never was a libcumem handle; racing the last release of
+ *    a handle with another call on it; a raw allocation freed with a size
+ *    other than its own (a size above the resource's bytes in use is
+ *    detected); kernel arguments that do not match the kernel.
+ *  - The CUDA driver reports some errors as "sticky": after a kernel fault
+ *    (illegal address, trap, assert) the device's context is lost, and every
+ *    later call that uses it fails with CUMEM_ERROR_DRIVER whose message says
+ *    so; releasing objects still works. The process must exit and start
+ *    again to use that device.
  */
 #ifndef CUMEM_CUMEM_H
 #define CUMEM_CUMEM_H
@@ -164,6 +190,11 @@ typedef enum cumem_location_type_t {
   CUMEM_LOCATION_FORCE32 = 0x7FFFFFFF
 } cumem_location_type_t;
 
+/** One rule wherever a location is taken (managed preferred location,
+ *  prefetch, advice): a type the call does not take is
+ *  CUMEM_ERROR_INVALID_ARGUMENT; a device ordinal that does not exist is
+ *  CUMEM_ERROR_NO_DEVICE; a negative host NUMA node is
+ *  CUMEM_ERROR_INVALID_ARGUMENT. */
 typedef struct cumem_location_t {
   cumem_location_type_t type;
   int32_t id;
@@ -215,6 +246,11 @@ CUMEM_API cumem_status_t cumem_device_count(int32_t* out_count);
  *  CUMEM_ERROR_NO_DRIVER, CUMEM_ERROR_DRIVER: as their names say. */
 CUMEM_API cumem_status_t cumem_device_get(int32_t ordinal,
                                           cumem_device_t** out_device);
+/** One more reference to a device the caller holds. Retain and release of
+ *  every object type follow the rules at the top: CUMEM_ERROR_INVALID_ARGUMENT
+ *  for a handle the caller no longer holds (or another type); release(NULL)
+ *  is CUMEM_SUCCESS. The device's primary context is released with the last
+ *  reference libcumem or the caller holds. */
 CUMEM_API cumem_status_t cumem_device_retain(cumem_device_t* device);
 CUMEM_API cumem_status_t cumem_device_release(cumem_device_t* device);
 
@@ -312,7 +348,10 @@ CUMEM_API cumem_status_t cumem_stream_wrap(const cumem_device_t* device,
 /** The device's legacy default stream (CU_STREAM_LEGACY). */
 CUMEM_API cumem_status_t cumem_stream_legacy_default(const cumem_device_t* device,
                                                      cumem_stream_t** out_stream);
-/** The calling thread's per-thread default stream (CU_STREAM_PER_THREAD). */
+/** The per-thread default stream (CU_STREAM_PER_THREAD). The handle stands
+ *  for whichever thread uses it: work queued through it from thread A goes
+ *  to A's per-thread stream, from thread B to B's, so one handle shared by
+ *  two threads orders nothing between them. */
 CUMEM_API cumem_status_t cumem_stream_per_thread_default(
     const cumem_device_t* device, cumem_stream_t** out_stream);
 
@@ -394,6 +433,7 @@ typedef enum cumem_resource_kind_t {
   CUMEM_RESOURCE_PINNED = 3,        /**< stream-ordered host-located pinned pool */
   CUMEM_RESOURCE_LEGACY_PINNED = 4, /**< cuMemHostAlloc */
   CUMEM_RESOURCE_MANAGED = 5,       /**< unified (managed) memory */
+  CUMEM_RESOURCE_LIMIT = 6,         /**< limit adaptor over another resource */
   CUMEM_RESOURCE_KIND_FORCE32 = 0x7FFFFFFF
 } cumem_resource_kind_t;
 
@@ -411,6 +451,11 @@ typedef struct cumem_resource_properties_t {
 #define CUMEM_RESOURCE_PROPERTIES_INIT \
   { (uint32_t)sizeof(cumem_resource_properties_t), (cumem_resource_kind_t)0, 0u, 0u, -1, 0u, 0u, 0u }
 
+/** Kept by every resource (an adaptor counts what goes through it). Bytes
+ *  are the sizes asked for, not what the resource rounds them up to. A
+ *  stream-ordered free counts when it is enqueued, not when the stream
+ *  reaches it. Read together: peak_bytes_in_use is never below
+ *  bytes_in_use. */
 typedef struct cumem_resource_statistics_t {
   uint32_t struct_size;
   uint32_t reserved0;
@@ -426,24 +471,31 @@ typedef struct cumem_resource_statistics_t {
 typedef struct cumem_host_resource_options_t {
   uint32_t struct_size;
   uint32_t reserved0;
-  /** Power of two, at least sizeof(void*). Default 64. */
+  /** Power of two from sizeof(void*) to 2 MiB (2097152). Default 64. */
   size_t alignment;
 } cumem_host_resource_options_t;
 #define CUMEM_HOST_RESOURCE_OPTIONS_INIT \
   { (uint32_t)sizeof(cumem_host_resource_options_t), 0u, 64u }
 CUMEM_API void cumem_host_resource_options_init(cumem_host_resource_options_t* o);
 
-/** Options of the pool-backed kinds (device, pinned, managed). */
+/** Options of the device and pinned kinds (the managed kind takes
+ *  cumem_managed_resource_options_t). */
 typedef struct cumem_pool_options_t {
   uint32_t struct_size;
-  /** Device kind: use the device's default pool instead of a new one
-   *  (max_size and ipc_enabled must then be 0). Default true. Pinned and
-   *  managed kinds: use the location's default pool. */
+  /** Use the device's (pinned kind: the host location's) default pool
+   *  instead of a new one; max_size and ipc_enabled must then be 0.
+   *  Default true. */
   cumem_bool_t use_default_pool;
   /** Bytes the pool keeps reserved after frees. Default UINT64_MAX: keep
    *  everything (otherwise each synchronisation returns memory to the OS). */
   uint64_t release_threshold;
-  /** New pools only: the most bytes the pool may reserve; 0 = no limit. */
+  /** New pools only; 0 = no limit. The most bytes the pool's allocations
+   *  may hold at once (their requested sizes, as bytes_in_use counts them):
+   *  libcumem refuses an allocation that would pass it with
+   *  CUMEM_ERROR_OUT_OF_MEMORY naming max_size, and the statistics do not
+   *  change. The driver is given the limit too for what it reserves, which
+   *  it rounds up to its own granularity (2 MiB on an H200), so the pool's
+   *  reserved memory may pass max_size by less than one granule. */
   uint64_t max_size;
   /** New pools only: allocations can be shared with other processes
    *  through POSIX file descriptors. Default false. */
@@ -471,8 +523,10 @@ CUMEM_API void cumem_managed_resource_options_init(
 
 /** Aligned pageable host memory (aligned_alloc). Works with no driver.
  *  Stream arguments on its buffers are honoured when given: the call waits
- *  for the stream before touching the memory.
- *  CUMEM_ERROR_INVALID_ARGUMENT: alignment not a power of two >= 8. */
+ *  for the stream before touching the memory; with no stream nothing is
+ *  waited for (the host resource has no device).
+ *  CUMEM_ERROR_INVALID_ARGUMENT: alignment not a power of two from 8 to
+ *  2 MiB. */
 CUMEM_API cumem_status_t cumem_host_resource_create(
     const cumem_host_resource_options_t* options, cumem_resource_t** out_resource);
 
@@ -501,13 +555,26 @@ CUMEM_API cumem_status_t cumem_pinned_resource_create(
 CUMEM_API cumem_status_t cumem_legacy_pinned_resource_create(
     const cumem_device_t* device, cumem_resource_t** out_resource);
 
-/** Unified memory for `device`, with a preferred location.
+/** Unified memory for `device`, with a preferred location (validated as
+ *  every location is: CUMEM_ERROR_NO_DEVICE for a device ordinal that does
+ *  not exist, CUMEM_ERROR_INVALID_ARGUMENT for another type).
  *  Allocations larger than the device's free memory are refused with
  *  CUMEM_ERROR_OUT_OF_MEMORY (oversubscribing managed memory can stall the
  *  GPU). CUMEM_ERROR_NOT_SUPPORTED: the device has no managed memory. */
 CUMEM_API cumem_status_t cumem_managed_resource_create(
     const cumem_device_t* device, const cumem_managed_resource_options_t* options,
     cumem_resource_t** out_resource);
+
+/** The limit adaptor: memory from `upstream` (kept alive), at most
+ *  `limit_bytes` of it in use at once through this resource. An allocation
+ *  that would pass the limit fails with CUMEM_ERROR_OUT_OF_MEMORY naming
+ *  the limit, before the upstream is asked. Properties are the upstream's
+ *  but kind CUMEM_RESOURCE_LIMIT, is_pool and ipc_enabled false; statistics
+ *  count what goes through the adaptor (the upstream counts it too).
+ *  CUMEM_ERROR_INVALID_ARGUMENT: limit_bytes 0. */
+CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
+                                                     uint64_t limit_bytes,
+                                                     cumem_resource_t** out_resource);
 
 CUMEM_API cumem_status_t cumem_resource_retain(cumem_resource_t* resource);
 CUMEM_API cumem_status_t cumem_resource_release(cumem_resource_t* resource);
@@ -531,8 +598,12 @@ CUMEM_API cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resource,
                                                      const cumem_stream_t* stream,
                                                      void** out_ptr);
 /** Frees `ptr` (from allocate_raw of this resource, with its size) ordered
- *  on `stream`. ptr NULL with size 0 is fine.
- *  CUMEM_ERROR_INVALID_ARGUMENT: ptr NULL with size > 0. */
+ *  on `stream`. ptr NULL with size 0 is fine. Synchronous kinds (host,
+ *  legacy pinned, cuMemAllocManaged, cuMemAlloc) wait first: for `stream`,
+ *  or with NULL for the legacy default stream of the resource's device.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: ptr NULL with size > 0, or a size above
+ *  the resource's bytes in use (nothing is freed; any other wrong size is
+ *  undefined). */
 CUMEM_API cumem_status_t cumem_resource_deallocate_raw(cumem_resource_t* resource,
                                                        void* ptr, size_t size,
                                                        const cumem_stream_t* stream);
@@ -541,7 +612,8 @@ CUMEM_API cumem_status_t cumem_resource_get_properties(
     const cumem_resource_t* resource, cumem_resource_properties_t* props);
 CUMEM_API cumem_status_t cumem_resource_get_statistics(
     const cumem_resource_t* resource, cumem_resource_statistics_t* stats);
-/** Sets peak_bytes_in_use to the current bytes_in_use. */
+/** Sets peak_bytes_in_use to the current bytes_in_use (allocations that
+ *  race with it may raise it again at once). */
 CUMEM_API cumem_status_t cumem_resource_reset_peak(cumem_resource_t* resource);
 
 /** Attributes of the cuMemPool behind a pool resource. */
@@ -570,7 +642,12 @@ CUMEM_API cumem_status_t cumem_resource_pool_set_attributes(
     cumem_resource_t* resource, const cumem_pool_attributes_t* attributes);
 /** Resets reserved_mem_high and used_mem_high to their current values. */
 CUMEM_API cumem_status_t cumem_resource_pool_reset_highs(cumem_resource_t* resource);
-/** Releases unused reserved memory until at most `min_bytes_to_keep` stay. */
+/** Returns unused reserved memory to the system, keeping at least
+ *  `min_bytes_to_keep` reserved (cuMemPoolTrimTo). The driver releases
+ *  whole blocks, so more may stay reserved than asked (after freeing four
+ *  8 MiB buffers, a trim to 4 MiB can keep all 32 MiB); trimming to 0
+ *  releases every unused block. Memory whose frees are still pending on a
+ *  stream is not unused yet: synchronise first. */
 CUMEM_API cumem_status_t cumem_resource_pool_trim(cumem_resource_t* resource,
                                                   uint64_t min_bytes_to_keep);
 /** Grants (read_write true) or revokes `peer`'s access to the pool's memory.
@@ -701,7 +778,8 @@ typedef void (*cumem_release_fn)(void* ptr, size_t size, void* user_data);
 /** Takes ownership of [ptr, ptr+size), which cumem_resource_allocate_raw of
  *  `resource` returned with this size: closing frees it through the resource
  *  (the statistics, which counted the raw allocation, then drop it).
- *  ptr NULL is only allowed with size 0. */
+ *  ptr NULL is only allowed with size 0; ptr + size must not wrap past the
+ *  end of the address space (CUMEM_ERROR_INVALID_ARGUMENT). */
 CUMEM_API cumem_status_t cumem_buffer_wrap_owned(cumem_resource_t* resource,
                                                  void* ptr, size_t size,
                                                  cumem_buffer_t** out_buffer);
@@ -711,7 +789,8 @@ CUMEM_API cumem_status_t cumem_buffer_wrap_owned(cumem_resource_t* resource,
  *  release this buffer). When this call fails, release_fn is never called.
  *  Device and accessibility come from the driver's pointer attributes (plain
  *  host memory when there is no driver or the driver does not know ptr).
- *  CUMEM_ERROR_INVALID_ARGUMENT: ptr NULL with size > 0. */
+ *  CUMEM_ERROR_INVALID_ARGUMENT: ptr NULL with size > 0, or ptr + size
+ *  wraps past the end of the address space. */
 CUMEM_API cumem_status_t cumem_buffer_wrap(void* ptr, size_t size,
                                            cumem_release_fn release_fn,
                                            void* user_data,

@@ -398,6 +398,12 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     return make(cumem_pinned_resource_create, device, &options);
   }
   // Pinned host memory from cuMemHostAlloc (synchronous).
+  // The limit adaptor: at most limit_bytes in use at once through it.
+  static Resource limit(const Resource& upstream, uint64_t limit_bytes) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_limit_resource_create(upstream.get(), limit_bytes, &r));
+    return Resource(r);
+  }
   static Resource legacy_pinned(const Device& device) {
     cumem_resource_t* r = nullptr;
     check(cumem_legacy_pinned_resource_create(device.get(), &r));
@@ -438,13 +444,13 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
   void reset_peak() const { check(cumem_resource_reset_peak(get())); }
 
   // The pool_* calls throw CUMEM_ERROR_NOT_SUPPORTED unless properties().is_pool.
-  cumem_pool_attributes_t pool_attributes() const {
+  cumem_pool_attributes_t pool_get_attributes() const {
     cumem_pool_attributes_t a = detail::init<cumem_pool_attributes_t>();
     check(cumem_resource_pool_get_attributes(get(), &a));
     return a;
   }
   // Sets the reuse flags and the release threshold.
-  void set_pool_attributes(const cumem_pool_attributes_t& attributes) const {
+  void pool_set_attributes(const cumem_pool_attributes_t& attributes) const {
     check(cumem_resource_pool_set_attributes(get(), &attributes));
   }
   void pool_reset_highs() const { check(cumem_resource_pool_reset_highs(get())); }

@@ -113,6 +113,24 @@ std::string describe(CUresult result) {
   return out;
 }
 
+bool is_sticky(CUresult result) noexcept {
+  switch (result) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void check(CUresult result, const char* function, const std::string& what) {
   if (result == CUDA_SUCCESS) return;
   Status status = Status::driver;
@@ -123,7 +141,13 @@ void check(CUresult result, const char* function, const std::string& what) {
     case CUDA_ERROR_NOT_SUPPORTED: status = Status::not_supported; break;
     default: break;
   }
-  fail(status, std::string(function) + " failed with " + describe(result) + " while " + what);
+  std::string message =
+      std::string(function) + " failed with " + describe(result) + " while " + what;
+  if (is_sticky(result))
+    message += "; the device's context is lost (a kernel faulted, a sticky error): every later "
+               "CUDA call on it fails, so the process must exit and start again to use the "
+               "device";
+  fail(status, message);
 }
 
 void missing(const char* function, int needed_version) {

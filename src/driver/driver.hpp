@@ -101,6 +101,9 @@ bool available() noexcept;
 // "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for a CUresult.
 std::string describe(CUresult result);
 
+// Whether `result` leaves the context unusable (a kernel fault).
+bool is_sticky(CUresult result) noexcept;
+
 // Throws the Error that matches `result` unless it is CUDA_SUCCESS:
 // "<function> failed with CUDA_ERROR_X (text) while <what>".
 void check(CUresult result, const char* function, const std::string& what);

@@ -194,12 +194,12 @@ TEST_F(FacadeGpu, DeviceResource) {
     ASSERT_EQ(v, 0xdeadbeefu) << i;
   }
   if (p.is_pool) {
-    const cumem_pool_attributes_t a = r.pool_attributes();
+    const cumem_pool_attributes_t a = r.pool_get_attributes();
     EXPECT_GE(a.used_mem_current, 1u << 20);
     EXPECT_NE(r.pool_native(), nullptr);
     EXPECT_TRUE(r.pool_get_access(device));
     r.pool_reset_highs();
-    r.set_pool_attributes(a);
+    r.pool_set_attributes(a);
   }
 }
 

@@ -238,7 +238,7 @@ TEST_F(FacadeHost, ResourceProperties) {
   EXPECT_FALSE(p.device_accessible);
   EXPECT_EQ(p.device_id, -1);
   EXPECT_FALSE(p.is_pool);
-  EXPECT_CUMEM_THROW(host.pool_attributes(), CUMEM_ERROR_NOT_SUPPORTED, "");
+  EXPECT_CUMEM_THROW(host.pool_get_attributes(), CUMEM_ERROR_NOT_SUPPORTED, "");
 }
 
 TEST_F(FacadeHost, AllocateAlignedBuffer) {

@@ -110,8 +110,14 @@ TEST_F(ManagedTest, BadLocationsAreRejected) {
   cumem_buffer_t* b = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate(resource, 4096, stream, &b));
   const cumem_location_t nowhere = {CUMEM_LOCATION_DEVICE, 999};
-  CUMEM_EXPECT_ERROR(cumem_buffer_prefetch(b, nowhere, stream), CUMEM_ERROR_INVALID_ARGUMENT,
+  // One rule everywhere: a device ordinal that does not exist is NO_DEVICE.
+  CUMEM_EXPECT_ERROR(cumem_buffer_prefetch(b, nowhere, stream), CUMEM_ERROR_NO_DEVICE,
                      "device 999");
+  const cumem_location_t far = {CUMEM_LOCATION_DEVICE, 4096};
+  CUMEM_EXPECT_ERROR(cumem_buffer_advise(b, CUMEM_ADVICE_SET_ACCESSED_BY, far),
+                     CUMEM_ERROR_NO_DEVICE, "device 4096");
+  CUMEM_EXPECT_ERROR(cumem_buffer_advise(b, CUMEM_ADVICE_SET_READ_MOSTLY, far),
+                     CUMEM_ERROR_NO_DEVICE, "device 4096");
   const cumem_location_t none = {CUMEM_LOCATION_NONE, 0};
   CUMEM_EXPECT_ERROR(cumem_buffer_prefetch(b, none, stream), CUMEM_ERROR_INVALID_ARGUMENT,
                      "no location");
@@ -119,7 +125,7 @@ TEST_F(ManagedTest, BadLocationsAreRejected) {
   cumem_managed_resource_options_t o = CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
   o.preferred_location = {CUMEM_LOCATION_DEVICE, 999};
   cumem_resource_t* r = nullptr;
-  CUMEM_EXPECT_ERROR(cumem_managed_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+  CUMEM_EXPECT_ERROR(cumem_managed_resource_create(device, &o, &r), CUMEM_ERROR_NO_DEVICE,
                      "device 999");
   o.preferred_location = {static_cast<cumem_location_type_t>(77), 0};
   CUMEM_EXPECT_ERROR(cumem_managed_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
