@@ -136,7 +136,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resour
   Resource& r = object(resource, "resource");
   const Stream* s = optional(stream, "stream");
   out(out_ptr, "out_ptr");
-  *out_ptr = r.allocate(size, s);
+  *out_ptr = r.allocate_raw(size, s);
   CUMEM_CATCH
 }
 
@@ -145,7 +145,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_deallocate_raw(cumem_resource_t* reso
                                                           const cumem_stream_t* stream) {
   CUMEM_TRY
   Resource& r = object(resource, "resource");
-  r.deallocate(ptr, size, optional(stream, "stream"));
+  r.deallocate_raw(ptr, size, optional(stream, "stream"));
   CUMEM_CATCH
 }
 

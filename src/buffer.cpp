@@ -92,11 +92,11 @@ Ref<Buffer> Buffer::owned_by(Ref<Resource> resource, void* ptr, size_t size,
 }
 
 Ref<Buffer> Buffer::allocate(Ref<Resource> resource, size_t size, const Stream* stream) {
-  void* ptr = resource->allocate(size, stream);
+  void* ptr = resource->allocate_raw(size, stream);
   try {
     return owned_by(resource, ptr, size, stream);
   } catch (...) {
-    resource->deallocate(ptr, size, stream);  // no buffer: give the memory back
+    resource->deallocate_raw(ptr, size, stream);  // no buffer: give the memory back
     throw;
   }
 }
@@ -199,7 +199,7 @@ void Buffer::free_memory(const Stream* stream) {
     case Owner::slice:
       return;
     case Owner::resource:
-      resource_->deallocate(info_.ptr, info_.size, stream);
+      resource_->deallocate_raw(info_.ptr, info_.size, stream);
       return;
     case Owner::callback:
       if (stream) stream->synchronize();

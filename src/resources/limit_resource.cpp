@@ -23,14 +23,14 @@ class LimitResource final : public Adaptor {
                                       " allows " + describe_bytes(budget_.limit() - budget_.used()) +
                                       " more, and " + describe_bytes(size) + " were asked for");
     try {
-      return upstream().allocate(size, stream);
+      return upstream().allocate_raw(size, stream);
     } catch (...) {
       budget_.give_back(size);
       throw;
     }
   }
   void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
-    upstream().deallocate(ptr, size, stream);
+    upstream().deallocate_raw(ptr, size, stream);
     budget_.give_back(size);
   }
 

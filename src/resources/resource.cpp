@@ -4,7 +4,7 @@
 
 namespace cumem::core {
 
-void* Resource::allocate(size_t size, const Stream* stream) {
+void* Resource::allocate_raw(size_t size, const Stream* stream) {
   if (size == 0) return nullptr;
   void* ptr = nullptr;
   try {
@@ -22,7 +22,7 @@ void* Resource::allocate(size_t size, const Stream* stream) {
   return ptr;
 }
 
-void Resource::deallocate(void* ptr, size_t size, const Stream* stream) {
+void Resource::deallocate_raw(void* ptr, size_t size, const Stream* stream) {
   if (!ptr) {
     if (size != 0)
       fail(Status::invalid_argument, "cannot free a NULL pointer of " + describe_bytes(size) +

@@ -40,10 +40,10 @@ class Resource : public Object {
   // stream of the resource's device). size 0 gives nullptr and is not
   // counted. Out of memory throws Error(out_of_memory) with the size, the
   // resource and its usage.
-  void* allocate(size_t size, const Stream* stream);
-  // Frees memory from allocate() of this size, ordered on `stream`. A size
+  void* allocate_raw(size_t size, const Stream* stream);
+  // Frees memory from allocate_raw() of this size, ordered on `stream`. A size
   // above the bytes in use is refused (invalid_argument) and frees nothing.
-  void deallocate(void* ptr, size_t size, const Stream* stream);
+  void deallocate_raw(void* ptr, size_t size, const Stream* stream);
 
   const ResourceProperties& properties() const noexcept { return properties_; }
   ResourceStatistics statistics() const noexcept { return statistics_.snapshot(); }
