@@ -146,6 +146,10 @@ void Buffer::advise(Advice advice, Location location) {
       validate(location, {LocationType::device, LocationType::host, LocationType::host_numa},
                "the advice's location");
   } else {
+    if (location.type == LocationType::none)
+      fail(Status::invalid_argument,
+           "the preferred-location and accessed-by advices need a location (a device or the "
+           "host)");
     validate(location, {LocationType::device, LocationType::host, LocationType::host_numa},
              "the preferred-location and accessed-by advices' location");
   }

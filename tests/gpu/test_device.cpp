@@ -98,6 +98,6 @@ TEST_F(DeviceTest, WrongHandleTypeIsRejected) {
   int32_t ordinal = 0;
   CUMEM_EXPECT_ERROR(
       cumem_device_ordinal(reinterpret_cast<const cumem_device_t*>(stream), &ordinal),
-      CUMEM_ERROR_INVALID_ARGUMENT, "not a live handle");
+      CUMEM_ERROR_INVALID_ARGUMENT, "is a cumem_stream_t, not a cumem_device_t");
   cumem_stream_release(stream);
 }
