@@ -14,6 +14,7 @@
 
 #include "../src/error.hpp"
 #include "../src/object.hpp"
+#include "struct_fields.hpp"
 
 namespace cumem::core {
 class Device;
@@ -140,40 +141,100 @@ T* out(T* ptr, const char* name) {
   return ptr;
 }
 
-// Reads a caller's options struct over `defaults`: only the bytes its
-// struct_size covers (an older caller's smaller struct keeps our defaults
-// for the fields it does not know).
+// struct_size rules, shared by options (read by the library) and out
+// structs (written by it); the fields come from struct_fields.hpp.
+// Every struct starts with its 4-byte struct_size, and none will come near
+// 4096 bytes: a larger value is an uninitialised struct, and reading that
+// far could fault.
+inline constexpr uint32_t min_struct_size = sizeof(uint32_t);
+inline constexpr uint32_t max_struct_size = 4096;
+
+enum class Direction { in, out };
+
+inline std::string version_text() {
+  return std::to_string(CUMEM_VERSION_MAJOR) + "." + std::to_string(CUMEM_VERSION_MINOR) + "." +
+         std::to_string(CUMEM_VERSION_PATCH);
+}
+
+// Checks the caller's struct at `user`, whose struct_size is `size`, and
+// returns how many leading bytes the library reads or writes: the end of
+// the last field lying wholly within both `size` and this library's struct.
+//  - `size` below 4 or above 4096: INVALID_ARGUMENT, nothing else read;
+//  - `size` ending inside a field: INVALID_ARGUMENT naming the field (an end
+//    in the padding after a field, up to the next field, is an older
+//    caller's smaller struct, which is fine);
+//  - options only: a struct larger than ours (a newer caller's) is accepted
+//    only if every byte past our sizeof is zero, i.e. it sets no option we
+//    do not know; else NOT_SUPPORTED. Out structs may be larger: we write
+//    our part and say so in struct_size.
+inline size_t check_struct_size(const void* user, uint32_t size, const StructLayout& layout,
+                                const char* name, Direction direction) {
+  const std::string argument =
+      std::string("argument '") + name + "' (" + layout.type_name + ") has struct_size " +
+      std::to_string(size);
+  const char* fix = direction == Direction::in
+                        ? "fill it with its _INIT macro or _init() function"
+                        : "set it to sizeof the struct (or use its _INIT macro)";
+  if (size < min_struct_size)
+    fail(Status::invalid_argument, argument + ", below the 4 bytes of struct_size itself; " + fix);
+  if (size > max_struct_size)
+    fail(Status::invalid_argument, argument + ", above " + std::to_string(max_struct_size) +
+                                       ", more than any version of the struct will need (is it "
+                                       "initialised?); " + fix);
+  const Coverage c = coverage(layout, size);
+  if (c.cut)
+    fail(Status::invalid_argument,
+         argument + ", which ends inside its field '" + c.cut->name + "' (bytes " +
+             std::to_string(c.cut->offset) + ".." + std::to_string(c.cut->end() - 1) +
+             "); struct_size must end at a field's end (or in the padding after it): " + fix);
+  if (direction == Direction::in && size > layout.size) {
+    const auto* bytes = static_cast<const unsigned char*>(user);
+    for (size_t i = layout.size; i < size; ++i) {
+      if (bytes[i] == 0) continue;
+      fail(Status::not_supported,
+           argument + ", larger than this library's " + std::to_string(layout.size) +
+               ", and its bytes " + std::to_string(layout.size) + ".." +
+               std::to_string(size - 1) + " are not all zero (byte " + std::to_string(i) +
+               " is " + std::to_string(bytes[i]) +
+               "): it sets options this libcumem (version " + version_text() +
+               ") does not know; use a libcumem at least as new as the cumem.h the caller "
+               "was built with, or leave those options zero");
+    }
+  }
+  return c.end;
+}
+
+// Reads a caller's options struct over `defaults` (NULL: the defaults):
+// only the whole fields its struct_size covers, so an older caller's
+// smaller struct keeps our defaults for the fields it does not know.
 template <class Options>
 Options read_options(const Options* user, Options defaults, const char* name) {
   if (!user) return defaults;
-  if (user->struct_size < sizeof(uint32_t))
-    fail(Status::invalid_argument, std::string("argument '") + name +
-                                       "' has struct_size " +
-                                       std::to_string(user->struct_size) +
-                                       "; fill it with its _INIT macro or _init() function");
-  std::memcpy(&defaults, user,
-              user->struct_size < sizeof(Options) ? user->struct_size : sizeof(Options));
+  const size_t covered =
+      check_struct_size(user, user->struct_size, layout_of<Options>(), name, Direction::in);
+  std::memcpy(&defaults, user, covered);
   defaults.struct_size = static_cast<uint32_t>(sizeof(Options));
   return defaults;
 }
 
-// Checks an out struct's struct_size before any work is done.
+// Checks an out struct's struct_size before any work is done, so that a
+// bad one fails the call with nothing written.
 template <class Out>
 void check_out_struct(const Out* out_struct, const char* name) {
   if (!out_struct) null_argument(name);
-  if (out_struct->struct_size < sizeof(uint32_t))
-    fail(Status::invalid_argument, std::string("argument '") + name +
-                                       "' has struct_size " +
-                                       std::to_string(out_struct->struct_size) +
-                                       "; set it to sizeof the struct (or use its _INIT macro)");
+  check_struct_size(out_struct, out_struct->struct_size, layout_of<Out>(), name, Direction::out);
 }
 
-// Writes a filled struct into the caller's, up to the caller's struct_size.
+// Writes a filled struct into the caller's (checked by check_out_struct):
+// only the whole fields the caller's struct_size covers, nothing past them,
+// then struct_size = min(caller's, ours), which tells a caller built with
+// a newer, larger struct that the fields past our size were not written.
 template <class Out>
-void write_out_struct(Out* out_struct, Out value) {
+void write_out_struct(Out* out_struct, const Out& value) noexcept {
   const uint32_t size = out_struct->struct_size;
-  value.struct_size = size;
-  std::memcpy(out_struct, &value, size < sizeof(Out) ? size : sizeof(Out));
+  const uint32_t written = size < sizeof(Out) ? size : static_cast<uint32_t>(sizeof(Out));
+  std::memcpy(static_cast<void*>(out_struct), &value, coverage(layout_of<Out>(), size).end);
+  out_struct->struct_size = written;
 }
 
 inline cumem_bool_t to_bool(bool b) { return b ? CUMEM_TRUE : CUMEM_FALSE; }

@@ -213,18 +213,20 @@ CUMEM_EXPORT cumem_status_t cumem_resource_pool_set_attributes(
   CUMEM_TRY
   object(resource, "resource");
   if (!attributes) null_argument("attributes");
-  PoolResource& r = pool_of(resource, "setting pool attributes");
+  // Checks struct_size as for options (and copies the fields it covers).
+  const auto v = read_options(attributes, cumem_pool_attributes_t CUMEM_POOL_ATTRIBUTES_INIT,
+                              "attributes");
   // The settable fields all lie in the first part of the struct.
   if (attributes->struct_size < offsetof(cumem_pool_attributes_t, reserved_mem_current))
     fail(Status::invalid_argument, "argument 'attributes' has struct_size " +
                                        std::to_string(attributes->struct_size) +
                                        ", too small to hold the settable fields");
   PoolAttributes a;
-  a.reuse_follow_event_dependencies = attributes->reuse_follow_event_dependencies != 0;
-  a.reuse_allow_opportunistic = attributes->reuse_allow_opportunistic != 0;
-  a.reuse_allow_internal_dependencies = attributes->reuse_allow_internal_dependencies != 0;
-  a.release_threshold = attributes->release_threshold;
-  r.pool_set_attributes(a);
+  a.reuse_follow_event_dependencies = v.reuse_follow_event_dependencies != 0;
+  a.reuse_allow_opportunistic = v.reuse_allow_opportunistic != 0;
+  a.reuse_allow_internal_dependencies = v.reuse_allow_internal_dependencies != 0;
+  a.release_threshold = v.release_threshold;
+  pool_of(resource, "setting pool attributes").pool_set_attributes(a);
   CUMEM_CATCH
 }
 

@@ -1,6 +1,8 @@
 // Version, status names and the thread-local last error.
 #include "capi.hpp"
 
+#include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "../src/device.hpp"
@@ -29,28 +31,56 @@ CUMEM_SAME_STATUS(CUMEM_ERROR_INTERNAL, internal)
 
 namespace cumem::capi {
 namespace {
-thread_local std::string last_error;
+
+// The last failure's message, per thread. A plain char array, not a
+// std::string: it has no destructor, so it stays usable after the thread's
+// (or the process's) thread-local destructors ran. Calls from atexit
+// handlers, static or thread_local destructors (a Rust TLS drop) can fail
+// and read their message like any other call. Zero-initialised: "" until a
+// call on this thread fails.
+constexpr size_t message_capacity = 16384;
+thread_local char last_error[message_capacity];
+
+// Writes "<function>: <prefix><message>" into last_error without throwing
+// or allocating. A longer message keeps its start (where the cause is
+// named) and ends with a marker saying it was cut and how long it was.
+void set_last_error(const char* function, const char* prefix, const char* message) noexcept {
+  const int length = std::snprintf(last_error, message_capacity, "%s: %s%s", function, prefix,
+                                   message);
+  if (length < 0) {  // an encoding error: no message is better than half a one
+    last_error[0] = '\0';
+    return;
+  }
+  if (static_cast<size_t>(length) < message_capacity) return;
+  char marker[64];
+  const int marker_length =
+      std::snprintf(marker, sizeof marker, " ... [message truncated: %d bytes in all]", length);
+  if (marker_length <= 0 || static_cast<size_t>(marker_length) >= sizeof marker) return;
+  // Cut before the marker, and not inside a UTF-8 sequence (paths and
+  // compiler logs may hold any text): back up over continuation bytes.
+  size_t cut = message_capacity - 1 - static_cast<size_t>(marker_length);
+  while (cut > 0 && (static_cast<unsigned char>(last_error[cut]) & 0xC0) == 0x80) --cut;
+  std::memcpy(last_error + cut, marker, static_cast<size_t>(marker_length) + 1);
 }
 
+}  // namespace
+
 cumem_status_t record_failure(const char* function, Status status, const char* message) noexcept {
-  try {
-    last_error = std::string(function) + ": " + message;
-  } catch (...) {
-    // Keep the previous message rather than fail while reporting a failure.
-  }
+  set_last_error(function, "", message);
   return static_cast<cumem_status_t>(status);
 }
 
 cumem_status_t record_unknown_failure(const char* function) noexcept {
-  std::string what = "unknown exception";
+  // Written inside the handlers: e.what() is only valid while the
+  // exception is alive.
   try {
     throw;
   } catch (const std::exception& e) {
-    what = e.what();
+    set_last_error(function, "internal error (please report): ", e.what());
   } catch (...) {
+    set_last_error(function, "internal error (please report): ", "unknown exception");
   }
-  const std::string message = "internal error (please report): " + what;
-  return record_failure(function, Status::internal, message.c_str());
+  return static_cast<cumem_status_t>(Status::internal);
 }
 
 }  // namespace cumem::capi
@@ -86,7 +116,7 @@ CUMEM_EXPORT const char* cumem_status_string(cumem_status_t status) {
 }
 
 CUMEM_EXPORT const char* cumem_last_error_message(void) {
-  return cumem::capi::last_error.c_str();
+  return cumem::capi::last_error;
 }
 
 CUMEM_EXPORT cumem_status_t cumem_driver_version(int32_t* out_version) {

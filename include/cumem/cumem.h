@@ -17,9 +17,9 @@
  *    cumem_buffer_wrap_owned.
  *  - Errors every call can give besides those listed with it:
  *    CUMEM_ERROR_INVALID_ARGUMENT (a NULL, released or wrong-type handle, a
- *    NULL out pointer, a bad struct_size), CUMEM_ERROR_NO_DRIVER (the call needs
- *    the CUDA driver and it cannot be loaded), CUMEM_ERROR_DRIVER (the
- *    driver failed; its error name and what was being done are in the
+ *    NULL out pointer, a bad struct_size: see below), CUMEM_ERROR_NO_DRIVER
+ *    (the call needs the CUDA driver and it cannot be loaded), CUMEM_ERROR_DRIVER
+ *    (the driver failed; its error name and what was being done are in the
  *    message), CUMEM_ERROR_INTERNAL (a bug: please report the message).
  *  - Every function that can fail returns cumem_status_t. Results come back
  *    through out-parameters placed last; on failure they are left untouched.
@@ -43,9 +43,32 @@
  *    resource and a stream their device, a device its primary context).
  *  - Options structs start with `uint32_t struct_size`; fill them with the
  *    matching `_INIT` macro or `_init()` function. A NULL options pointer
- *    means the defaults. Out structs (`_properties_t`, `_info_t`, ...) also
- *    start with struct_size, which the caller sets; only the fields it covers
- *    are written.
+ *    means the defaults. cumem_launch_config_t and the
+ *    cumem_pool_attributes_t given to cumem_resource_pool_set_attributes
+ *    are read as options are (but must not be NULL). Out structs
+ *    (`_properties_t`, `_statistics_t`, `_info_t`, and the `_attributes_t`
+ *    of the _get_ calls) also start with struct_size, which the caller sets
+ *    before the call. struct_size rules:
+ *    - below 4 or above 4096: CUMEM_ERROR_INVALID_ARGUMENT (nothing else of
+ *      the struct is read);
+ *    - it must not end inside a field: it may end at a field's end, anywhere
+ *      in the padding after that field up to the next field's start, or at
+ *      the struct's end; else CUMEM_ERROR_INVALID_ARGUMENT naming the
+ *      argument, the size and the field it cuts. A smaller struct (from a
+ *      caller built with an older cumem.h) is fine: the library reads or
+ *      writes only the whole fields it covers; options past it keep their
+ *      defaults, out fields past it are not written;
+ *    - options (and the other structs read as options) larger than this
+ *      library's struct (from a caller built with a newer cumem.h) are
+ *      accepted only if every byte past this library's sizeof is zero (the
+ *      options it does not know are left unset); else
+ *      CUMEM_ERROR_NOT_SUPPORTED naming both sizes and the library version;
+ *    - out structs larger than this library's are fine: the library writes
+ *      its fields, never a byte past them, and for every out struct writes
+ *      back struct_size = the smaller of the caller's struct_size and its
+ *      own sizeof, so fields past that size were not written.
+ *    New fields are only ever added at the end, past the struct's previous
+ *    sizeof (never into its tail padding), so these rules stay sound.
  *  - Optional stream arguments ([in][optional] cumem_stream_t*): NULL means
  *    the legacy default stream of the device concerned.
  *  - Thread safety: every function may be called from any thread. Devices,
@@ -259,8 +282,7 @@ CUMEM_API cumem_status_t cumem_device_ordinal(const cumem_device_t* device,
                                               int32_t* out_ordinal);
 
 /** [in] device; [in,out] props: set props->struct_size first (or use
- *  CUMEM_DEVICE_PROPERTIES_INIT). CUMEM_ERROR_INVALID_ARGUMENT: struct_size
- *  smaller than 4. */
+ *  CUMEM_DEVICE_PROPERTIES_INIT); the struct_size rules at the top apply. */
 CUMEM_API cumem_status_t cumem_device_get_properties(
     const cumem_device_t* device, cumem_device_properties_t* props);
 

@@ -1,0 +1,183 @@
+// The fields of every options struct and out struct of cumem.h, listed once,
+// in declaration order. The struct_size rules (capi.hpp: read_options,
+// check_out_struct, write_out_struct) are derived from these lists: a
+// struct_size may end at a field's end or in the padding after it, never
+// inside a field. The static_assert in CUMEM_STRUCT_FIELDS proves that each
+// list accounts for every byte of its struct, so a field added to cumem.h
+// and not here breaks the build instead of the rules.
+#pragma once
+
+#include <cumem/cumem.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace cumem::capi {
+
+struct Field {
+  const char* name;
+  size_t offset;
+  size_t size;
+  size_t align;
+  constexpr size_t end() const { return offset + size; }
+};
+
+// What the rules need to know about one struct type.
+struct StructLayout {
+  const char* type_name;
+  size_t size;  // this library's sizeof
+  const Field* fields;
+  size_t count;
+};
+
+// Specialised below for each struct; a struct with no list does not compile
+// with the helpers.
+template <class T>
+struct Fields;
+
+template <class T>
+constexpr StructLayout layout_of() {
+  return StructLayout{Fields<T>::type_name, sizeof(T), Fields<T>::list,
+                      sizeof(Fields<T>::list) / sizeof(Field)};
+}
+
+constexpr size_t round_up(size_t n, size_t align) { return (n + align - 1) / align * align; }
+
+// True when the list names every field of T in order: it starts with
+// struct_size at 0, each field sits where the compiler puts the next member
+// (the previous end rounded up to its alignment), the struct ends where its
+// last field does (rounded up to T's alignment), and the fields' sizes plus
+// the padding counted by hand add up to sizeof(T). A field left out of a
+// list leaves a gap that is either misaligned or more padding than stated.
+template <class T>
+constexpr bool lists_every_field() {
+  const StructLayout l = layout_of<T>();
+  if (l.count == 0 || l.fields[0].offset != 0 || l.fields[0].size != sizeof(uint32_t))
+    return false;
+  size_t end = 0;
+  size_t field_bytes = 0;
+  for (size_t i = 0; i < l.count; ++i) {
+    if (l.fields[i].offset != round_up(end, l.fields[i].align)) return false;
+    end = l.fields[i].end();
+    field_bytes += l.fields[i].size;
+  }
+  return round_up(end, alignof(T)) == sizeof(T) &&
+         field_bytes + Fields<T>::padding_bytes == sizeof(T) &&
+         // The hand count agrees with the compiler on whether there is any.
+         (Fields<T>::padding_bytes == 0) == std::has_unique_object_representations_v<T>;
+}
+
+#define CUMEM_FIELD(member) \
+  Field { #member, offsetof(S, member), sizeof(S::member), alignof(decltype(S::member)) }
+
+// CUMEM_STRUCT_FIELDS(T, padding bytes, CUMEM_FIELD(a), CUMEM_FIELD(b), ...)
+#define CUMEM_STRUCT_FIELDS(T, padding, ...)                                   \
+  template <>                                                                  \
+  struct Fields<T> {                                                           \
+    using S = T;                                                               \
+    static constexpr const char* type_name = #T;                               \
+    static constexpr size_t padding_bytes = padding;                           \
+    static constexpr Field list[] = {__VA_ARGS__};                             \
+  };                                                                           \
+  static_assert(lists_every_field<T>(),                                        \
+                "capi/struct_fields.hpp: the field list of " #T " must name "  \
+                "every member of " #T " in order, and count its padding bytes");
+
+// Options (read by the library).
+
+CUMEM_STRUCT_FIELDS(cumem_stream_options_t, 0,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(nonblocking), CUMEM_FIELD(priority),
+  CUMEM_FIELD(priority_mode))
+
+CUMEM_STRUCT_FIELDS(cumem_event_options_t, 0,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(enable_timing), CUMEM_FIELD(blocking_sync))
+
+CUMEM_STRUCT_FIELDS(cumem_host_resource_options_t, 0,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(alignment))
+
+CUMEM_STRUCT_FIELDS(cumem_pool_options_t, 0,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(use_default_pool), CUMEM_FIELD(release_threshold),
+  CUMEM_FIELD(max_size), CUMEM_FIELD(ipc_enabled), CUMEM_FIELD(host_numa_id))
+
+CUMEM_STRUCT_FIELDS(cumem_managed_resource_options_t, 0,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(preferred_location), CUMEM_FIELD(use_pool))
+
+// 4 bytes after num_options and 4 after num_name_expressions (pointers follow).
+CUMEM_STRUCT_FIELDS(cumem_program_options_t, 8,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(code_type), CUMEM_FIELD(arch), CUMEM_FIELD(options),
+  CUMEM_FIELD(num_options), CUMEM_FIELD(name_expressions), CUMEM_FIELD(num_name_expressions),
+  CUMEM_FIELD(name))
+
+CUMEM_STRUCT_FIELDS(cumem_launch_config_t, 0,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(grid), CUMEM_FIELD(block),
+  CUMEM_FIELD(shared_memory_bytes), CUMEM_FIELD(cluster))
+
+// Read by cumem_resource_pool_set_attributes, written by _get_attributes.
+CUMEM_STRUCT_FIELDS(cumem_pool_attributes_t, 0,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(reuse_follow_event_dependencies),
+  CUMEM_FIELD(reuse_allow_opportunistic), CUMEM_FIELD(reuse_allow_internal_dependencies),
+  CUMEM_FIELD(release_threshold), CUMEM_FIELD(reserved_mem_current),
+  CUMEM_FIELD(reserved_mem_high), CUMEM_FIELD(used_mem_current), CUMEM_FIELD(used_mem_high))
+
+// Out structs (written by the library).
+
+// 4 bytes at the end, after cluster_launch.
+CUMEM_STRUCT_FIELDS(cumem_device_properties_t, 4,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(ordinal), CUMEM_FIELD(name), CUMEM_FIELD(uuid),
+  CUMEM_FIELD(compute_capability_major), CUMEM_FIELD(compute_capability_minor),
+  CUMEM_FIELD(total_memory), CUMEM_FIELD(multiprocessor_count),
+  CUMEM_FIELD(memory_pools_supported), CUMEM_FIELD(ipc_handle_types),
+  CUMEM_FIELD(managed_memory), CUMEM_FIELD(concurrent_managed_access),
+  CUMEM_FIELD(virtual_memory_management), CUMEM_FIELD(host_numa_id),
+  CUMEM_FIELD(pci_domain_id), CUMEM_FIELD(pci_bus_id), CUMEM_FIELD(pci_device_id),
+  CUMEM_FIELD(max_threads_per_block), CUMEM_FIELD(max_shared_memory_per_block_optin),
+  CUMEM_FIELD(cluster_launch))
+
+CUMEM_STRUCT_FIELDS(cumem_resource_properties_t, 0,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(kind), CUMEM_FIELD(device_accessible),
+  CUMEM_FIELD(host_accessible), CUMEM_FIELD(device_id), CUMEM_FIELD(is_stream_ordered),
+  CUMEM_FIELD(is_pool), CUMEM_FIELD(ipc_enabled))
+
+CUMEM_STRUCT_FIELDS(cumem_resource_statistics_t, 0,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(bytes_in_use),
+  CUMEM_FIELD(peak_bytes_in_use), CUMEM_FIELD(live_allocations),
+  CUMEM_FIELD(total_allocations))
+
+// 4 bytes at the end, after owns_memory.
+CUMEM_STRUCT_FIELDS(cumem_buffer_info_t, 4,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(device_id), CUMEM_FIELD(ptr), CUMEM_FIELD(size),
+  CUMEM_FIELD(memory_kind), CUMEM_FIELD(device_accessible), CUMEM_FIELD(host_accessible),
+  CUMEM_FIELD(is_slice), CUMEM_FIELD(owns_memory))
+
+CUMEM_STRUCT_FIELDS(cumem_kernel_attributes_t, 0,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(max_threads_per_block), CUMEM_FIELD(shared_size_bytes),
+  CUMEM_FIELD(const_size_bytes), CUMEM_FIELD(local_size_bytes), CUMEM_FIELD(num_regs),
+  CUMEM_FIELD(ptx_version), CUMEM_FIELD(binary_version),
+  CUMEM_FIELD(max_dynamic_shared_size_bytes))
+
+#undef CUMEM_STRUCT_FIELDS
+#undef CUMEM_FIELD
+
+// Where `size` bytes of a struct end, in terms of its fields.
+struct Coverage {
+  size_t end = 0;             // end of the last field lying wholly within `size`
+  const Field* cut = nullptr; // the field `size` ends inside of, if any
+};
+
+// Never throws: write_out_struct uses it after the work is done.
+constexpr Coverage coverage(const StructLayout& l, size_t size) noexcept {
+  Coverage c;
+  for (size_t i = 0; i < l.count; ++i) {
+    const Field& f = l.fields[i];
+    if (f.end() <= size) {
+      c.end = f.end();
+    } else {
+      if (f.offset < size) c.cut = &f;
+      break;  // this field and all later ones lie past `size`
+    }
+  }
+  return c;
+}
+
+}  // namespace cumem::capi

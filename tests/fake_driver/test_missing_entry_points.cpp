@@ -1,0 +1,138 @@
+// libcumem on a driver that lacks entry points: run with $CUMEM_LIBCUDA
+// naming the fake driver of this folder (fake_cuda.cpp), a CUDA 13.0 driver
+// with one device that serves a minimal working set and lacks, among others,
+// cuDevicePrimaryCtxRelease, cuStreamDestroy, cuEventDestroy,
+// cuDeviceGetDefaultMemPool and cuMemPoolCreate. What the driver has works;
+// what it lacks is CUMEM_ERROR_NOT_SUPPORTED naming the function and the
+// driver version; releasing objects whose cleanup call is missing neither
+// crashes nor fails.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "test_util.hpp"
+
+namespace {
+
+bool message_has(const std::string& fragment) {
+  return std::string(cumem_last_error_message()).find(fragment) != std::string::npos;
+}
+
+class FakeDriver : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* path = std::getenv("CUMEM_LIBCUDA");
+    ASSERT_NE(path, nullptr) << "run with CUMEM_LIBCUDA naming the fake driver";
+    ASSERT_NE(std::string(path).find("fake"), std::string::npos) << path;
+    CUMEM_ASSERT_OK(cumem_device_get(0, &device));
+  }
+  void TearDown() override {
+    cumem_device_release(device);  // cuDevicePrimaryCtxRelease is missing
+  }
+  cumem_device_t* device = nullptr;
+};
+
+TEST(FakeDriverLoad, IsTheFakeWithOneDevice) {
+  int32_t version = 0;
+  CUMEM_ASSERT_OK(cumem_driver_version(&version));
+  EXPECT_EQ(version, 13000);
+  int32_t count = 0;
+  CUMEM_ASSERT_OK(cumem_device_count(&count));
+  EXPECT_EQ(count, 1);
+  cumem_device_t* missing = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_device_get(1, &missing), CUMEM_ERROR_NO_DEVICE, "no CUDA device 1");
+}
+
+TEST_F(FakeDriver, DeviceWorksAndIsOneHandlePerOrdinal) {
+  int32_t ordinal = -1;
+  CUMEM_ASSERT_OK(cumem_device_ordinal(device, &ordinal));
+  EXPECT_EQ(ordinal, 0);
+  int32_t pools = 0;
+  CUMEM_ASSERT_OK(cumem_device_get_attribute(
+      device, 115 /* CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED */, &pools));
+  EXPECT_EQ(pools, 1);
+  cumem_device_t* again = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_get(0, &again));
+  EXPECT_EQ(again, device);
+  cumem_device_release(again);
+}
+
+TEST_F(FakeDriver, StreamCreateWorksAndReleaseWithoutStreamDestroyDoesNotCrash) {
+  cumem_stream_t* stream = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &stream));
+  CUMEM_ASSERT_OK(cumem_stream_synchronize(stream));
+  cumem_stream_release(stream);  // cuStreamDestroy is missing: quietly skipped
+}
+
+TEST_F(FakeDriver, EventCreateWorksAndReleaseWithoutEventDestroyDoesNotCrash) {
+  cumem_event_t* event = nullptr;
+  CUMEM_ASSERT_OK(cumem_event_create(device, nullptr, &event));
+  cumem_event_release(event);  // cuEventDestroy is missing: quietly skipped
+}
+
+TEST_F(FakeDriver, DeviceResourceNamesTheMissingFunctionAndDriverVersion) {
+  cumem_resource_t* resource = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, nullptr, &resource),
+                     CUMEM_ERROR_NOT_SUPPORTED, "cuDeviceGetDefaultMemPool");
+  EXPECT_TRUE(message_has("CUDA 13.0")) << cumem_last_error_message();
+  EXPECT_EQ(resource, nullptr) << "out-parameter must stay untouched on failure";
+
+  cumem_pool_options_t options = CUMEM_POOL_OPTIONS_INIT;
+  options.use_default_pool = CUMEM_FALSE;  // a new pool: cuMemPoolCreate
+  CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &options, &resource),
+                     CUMEM_ERROR_NOT_SUPPORTED, "cuMemPoolCreate");
+  EXPECT_TRUE(message_has("CUDA 13.0")) << cumem_last_error_message();
+  EXPECT_EQ(resource, nullptr);
+}
+
+TEST_F(FakeDriver, DevicePropertiesNameTheMissingFunctionAndWriteNothing) {
+  cumem_device_properties_t props;
+  std::memset(&props, 0xEE, sizeof props);
+  props.struct_size = sizeof props;
+  CUMEM_EXPECT_ERROR(cumem_device_get_properties(device, &props), CUMEM_ERROR_NOT_SUPPORTED,
+                     "cuDeviceGetUuid");
+  EXPECT_EQ(props.ordinal, static_cast<int32_t>(0xEEEEEEEE));
+}
+
+// The struct_size rules on options of calls that need a device (here the
+// fake one): checked before any driver work.
+TEST_F(FakeDriver, StreamAndEventOptionsFollowTheStructSizeRules) {
+  cumem_stream_t* stream = nullptr;
+  cumem_stream_options_t s = CUMEM_STREAM_OPTIONS_INIT;
+  s.struct_size = 10;  // ends inside priority (8..11)
+  CUMEM_EXPECT_ERROR(cumem_stream_create(device, &s, &stream), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "'priority'");
+  EXPECT_EQ(stream, nullptr);
+
+  struct {
+    cumem_event_options_t known;
+    uint32_t newer_option;
+  } e = {CUMEM_EVENT_OPTIONS_INIT, 1};
+  e.known.struct_size = sizeof e;
+  cumem_event_t* event = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_event_create(device, &e.known, &event), CUMEM_ERROR_NOT_SUPPORTED,
+                     "larger than this library's 12");
+  EXPECT_EQ(event, nullptr);
+  e.newer_option = 0;
+  CUMEM_ASSERT_OK(cumem_event_create(device, &e.known, &event));
+  cumem_event_release(event);
+}
+
+// Objects still alive at exit: the process must still end cleanly (the
+// driver's cleanup calls are missing, and no destructor may call them).
+TEST_F(FakeDriver, ObjectsLeftAliveAtExit) {
+  cumem_stream_t* stream = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &stream));
+  cumem_event_t* event = nullptr;
+  CUMEM_ASSERT_OK(cumem_event_create(device, nullptr, &event));
+  // Released from an atexit handler, after main returned.
+  static cumem_stream_t* leftover_stream = stream;
+  static cumem_event_t* leftover_event = event;
+  std::atexit([] {
+    cumem_event_release(leftover_event);
+    cumem_stream_release(leftover_stream);
+  });
+}
+
+}  // namespace
