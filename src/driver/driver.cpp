@@ -71,10 +71,12 @@ void load(Loaded& out) {
 }
 
 Loaded& loaded() {
-  static Loaded instance;
+  // Never destroyed: objects may be released from atexit handlers and
+  // static destructors that run after this one would have.
+  static Loaded* instance = new Loaded;
   static std::once_flag once;
-  std::call_once(once, [] { load(instance); });
-  return instance;
+  std::call_once(once, [] { load(*instance); });
+  return *instance;
 }
 
 }  // namespace
@@ -152,6 +154,10 @@ void check(CUresult result, const char* function, const std::string& what) {
 
 void missing(const char* function, int needed_version) {
   const int have = loaded().table.driver_version;
+  if (have >= needed_version)
+    fail(Status::not_supported, std::string("the installed CUDA ") + version_string(have) +
+                                    " driver does not provide " + function +
+                                    ", which libcumem needs here");
   fail(Status::not_supported, std::string(function) + " needs a CUDA " +
                                   version_string(needed_version) +
                                   " driver or newer; the installed driver is CUDA " +
