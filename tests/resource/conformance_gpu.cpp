@@ -1,0 +1,21 @@
+// The conformance suite (conformance.hpp) over every GPU resource kind, on
+// device 0; each test skips, saying why, where there is no driver or device.
+// One line per kind; an adaptor over a GPU kind is one line too, made by
+// adaptor() (resource_kinds.hpp).
+#include "conformance.hpp"
+
+namespace {
+
+const ResourceKind gpu_kinds[] = {
+    device_pool_kind("device_default_pool", /*use_default_pool=*/true),
+    device_pool_kind("device_new_pool", /*use_default_pool=*/false),
+    pinned_pool_kind("pinned_pool"),
+    legacy_pinned_kind("legacy_pinned"),
+    managed_kind("managed_pool", /*use_pool=*/true),
+    managed_kind("managed_no_pool", /*use_pool=*/false),
+};
+
+INSTANTIATE_TEST_SUITE_P(Gpu, ResourceConformance, ::testing::ValuesIn(gpu_kinds), kind_name);
+INSTANTIATE_TEST_SUITE_P(Gpu, ResourceStreamOrder, ::testing::ValuesIn(gpu_kinds), kind_name);
+
+}  // namespace
