@@ -13,6 +13,7 @@ const ResourceKind gpu_kinds[] = {
     legacy_pinned_kind("legacy_pinned"),
     managed_kind("managed_pool", /*use_pool=*/true),
     managed_kind("managed_no_pool", /*use_pool=*/false),
+    limit_kind("limit_over_device_pool", device_pool_kind("pool", false), uint64_t{1} << 30),
 };
 
 INSTANTIATE_TEST_SUITE_P(Gpu, ResourceConformance, ::testing::ValuesIn(gpu_kinds), kind_name);

@@ -171,3 +171,13 @@ inline ResourceKind adaptor(std::string name, const ResourceKind& upstream, Adap
   };
   return k;
 }
+
+// The limit adaptor over `upstream`, capped at `limit_bytes`.
+inline ResourceKind limit_kind(std::string name, const ResourceKind& upstream, uint64_t limit_bytes) {
+  ResourceKind k = adaptor(std::move(name), upstream,
+                           [limit_bytes](cumem_resource_t* up, cumem_resource_t** out) {
+                             return cumem_limit_resource_create(up, limit_bytes, out);
+                           });
+  k.kind = CUMEM_RESOURCE_LIMIT;
+  return k;
+}
