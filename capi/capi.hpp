@@ -25,6 +25,7 @@ class Buffer;
 class Program;
 class Library;
 class Kernel;
+class AllocationHandle;
 }  // namespace cumem::core
 
 namespace cumem::capi {
@@ -46,6 +47,7 @@ CUMEM_CAPI_TRAITS(cumem_buffer_t, Buffer, buffer)
 CUMEM_CAPI_TRAITS(cumem_program_t, Program, program)
 CUMEM_CAPI_TRAITS(cumem_library_t, Library, library)
 CUMEM_CAPI_TRAITS(cumem_kernel_t, Kernel, kernel)
+CUMEM_CAPI_TRAITS(cumem_allocation_handle_t, AllocationHandle, allocation_handle)
 #undef CUMEM_CAPI_TRAITS
 
 [[noreturn]] inline void null_argument(const char* name) {

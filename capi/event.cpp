@@ -1,6 +1,8 @@
 // cumem_event_* entry points.
 #include "capi.hpp"
 
+#include <cstring>
+
 #include "../src/event.hpp"
 #include "../src/stream.hpp"
 
@@ -23,7 +25,8 @@ CUMEM_EXPORT cumem_status_t cumem_event_create(const cumem_device_t* device,
   out(out_event, "out_event");
   const auto o = read_options(options, default_event_options, "options");
   *out_event = to_handle<cumem_event_t>(
-      Event::create(std::move(d), o.enable_timing != 0, o.blocking_sync != 0));
+      Event::create(std::move(d), o.enable_timing != 0, o.blocking_sync != 0,
+                    o.interprocess != 0));
   CUMEM_CATCH
 }
 
@@ -76,5 +79,27 @@ CUMEM_EXPORT cumem_status_t cumem_event_native(const cumem_event_t* event, void*
   const Event& e = object(event, "event");
   out(out_native, "out_native");
   *out_native = static_cast<void*>(e.native());
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_event_get_ipc_handle(const cumem_event_t* event,
+                                                       cumem_ipc_event_handle_t* out_handle) {
+  CUMEM_TRY
+  const Event& e = object(event, "event");
+  out(out_handle, "out_handle");
+  uint8_t bytes[64];
+  e.get_ipc_handle(bytes);
+  std::memcpy(out_handle->bytes, bytes, sizeof bytes);
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_event_from_ipc_handle(const cumem_device_t* device,
+                                                        const cumem_ipc_event_handle_t* handle,
+                                                        cumem_event_t** out_event) {
+  CUMEM_TRY
+  Ref<Device> d = ref(device, "device");
+  if (!handle) null_argument("handle");
+  out(out_event, "out_event");
+  *out_event = to_handle<cumem_event_t>(Event::from_ipc_handle(std::move(d), handle->bytes));
   CUMEM_CATCH
 }

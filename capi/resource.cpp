@@ -83,6 +83,23 @@ CUMEM_EXPORT cumem_status_t cumem_legacy_pinned_resource_create(const cumem_devi
   CUMEM_CATCH
 }
 
+CUMEM_EXPORT cumem_status_t cumem_legacy_device_resource_create(const cumem_device_t* device,
+                                                                cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  Ref<Device> d = ref(device, "device");
+  out(out_resource, "out_resource");
+  *out_resource = to_handle<cumem_resource_t>(create_legacy_device_resource(std::move(d)));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_host_shared_resource_create(uint64_t capacity,
+                                                              cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  out(out_resource, "out_resource");
+  *out_resource = to_handle<cumem_resource_t>(create_host_shared_resource(capacity));
+  CUMEM_CATCH
+}
+
 CUMEM_EXPORT cumem_status_t cumem_managed_resource_create(
     const cumem_device_t* device, const cumem_managed_resource_options_t* options,
     cumem_resource_t** out_resource) {
@@ -163,6 +180,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_get_properties(const cumem_resource_t
   v.is_stream_ordered = to_bool(p.stream_ordered);
   v.is_pool = to_bool(p.is_pool);
   v.ipc_enabled = to_bool(p.ipc_enabled);
+  v.is_imported = to_bool(p.is_imported);
   write_out_struct(props, v);
   CUMEM_CATCH
 }

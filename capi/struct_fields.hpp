@@ -91,7 +91,8 @@ CUMEM_STRUCT_FIELDS(cumem_stream_options_t, 0,
   CUMEM_FIELD(priority_mode))
 
 CUMEM_STRUCT_FIELDS(cumem_event_options_t, 0,
-  CUMEM_FIELD(struct_size), CUMEM_FIELD(enable_timing), CUMEM_FIELD(blocking_sync))
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(enable_timing), CUMEM_FIELD(blocking_sync),
+  CUMEM_FIELD(interprocess))
 
 CUMEM_STRUCT_FIELDS(cumem_host_resource_options_t, 0,
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(alignment))
@@ -137,7 +138,7 @@ CUMEM_STRUCT_FIELDS(cumem_device_properties_t, 4,
 CUMEM_STRUCT_FIELDS(cumem_resource_properties_t, 0,
   CUMEM_FIELD(struct_size), CUMEM_FIELD(kind), CUMEM_FIELD(device_accessible),
   CUMEM_FIELD(host_accessible), CUMEM_FIELD(device_id), CUMEM_FIELD(is_stream_ordered),
-  CUMEM_FIELD(is_pool), CUMEM_FIELD(ipc_enabled))
+  CUMEM_FIELD(is_pool), CUMEM_FIELD(ipc_enabled), CUMEM_FIELD(is_imported))
 
 CUMEM_STRUCT_FIELDS(cumem_resource_statistics_t, 0,
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(bytes_in_use),

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 
+#include "ipc/descriptor.hpp"
 #include "object.hpp"
 #include "resources/resource.hpp"
 #include "stream.hpp"
@@ -43,6 +44,11 @@ class Buffer : public Object {
   static Ref<Buffer> wrap(void* ptr, size_t size, ReleaseFn release, void* user_data);
   static Ref<Buffer> register_host(Ref<Device> device, void* ptr, size_t size);
   Ref<Buffer> slice(size_t offset, size_t length);
+  // IPC (src/ipc/buffer_ipc.cpp): this buffer's descriptor for another
+  // process, and a buffer opened from another process's descriptor.
+  IpcDescriptor get_ipc_descriptor() const;
+  static Ref<Buffer> from_ipc_descriptor(Ref<Resource> resource, const uint8_t* descriptor,
+                                         const Stream* stream);
 
   // Throws buffer_closed once this buffer or a parent was closed.
   void ensure_open() const;

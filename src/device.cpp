@@ -118,6 +118,15 @@ const DeviceLimits& Device::limits() const {
   return limits_;
 }
 
+const std::array<uint8_t, 16>& Device::uuid() const {
+  std::call_once(uuid_once_, [this] {
+    CUuuid uuid{};
+    CUMEM_CU(cuDeviceGetUuid, (&uuid, handle_), "reading the UUID of " + describe());
+    for (size_t i = 0; i < 16; ++i) uuid_[i] = static_cast<uint8_t>(uuid.bytes[i]);
+  });
+  return uuid_;
+}
+
 DeviceProperties Device::properties() const {
   DeviceProperties p;
   p.ordinal = ordinal_;

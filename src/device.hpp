@@ -61,6 +61,8 @@ class Device final : public Object {
   CUcontext context() const noexcept { return context_; }
 
   DeviceProperties properties() const;
+  // The device's UUID, read once.
+  const std::array<uint8_t, 16>& uuid() const;
   int attribute(CUdevice_attribute attribute) const;
   const DeviceLimits& limits() const;
   void set_current() const;
@@ -82,7 +84,8 @@ class Device final : public Object {
   mutable std::mutex mutex_;
   mutable uint32_t users_ = 0;
   mutable CUcontext context_ = nullptr;
-  mutable std::once_flag limits_once_;
+  mutable std::once_flag limits_once_, uuid_once_;
+  mutable std::array<uint8_t, 16> uuid_{};
   mutable DeviceLimits limits_;
 };
 

@@ -1,19 +1,50 @@
 #include "event.hpp"
 
+#include <cstring>
+
 #include "driver/driver.hpp"
 #include "error.hpp"
 #include "stream.hpp"
 
 namespace cumem::core {
 
-Ref<Event> Event::create(Ref<Device> device, bool enable_timing, bool blocking_sync) {
+Ref<Event> Event::create(Ref<Device> device, bool enable_timing, bool blocking_sync,
+                         bool interprocess) {
+  if (interprocess && enable_timing)
+    fail(Status::invalid_argument, "an interprocess event cannot record timing: set "
+                                   "enable_timing to false");
   unsigned flags = 0;
   if (!enable_timing) flags |= CU_EVENT_DISABLE_TIMING;
   if (blocking_sync) flags |= CU_EVENT_BLOCKING_SYNC;
+  if (interprocess) flags |= CU_EVENT_INTERPROCESS;
   ScopedContext scope(*device);
   CUevent handle = nullptr;
   CUMEM_CU(cuEventCreate, (&handle, flags), "creating an event on " + device->describe());
-  return Ref<Event>::adopt(new Event(std::move(device), handle, enable_timing));
+  return Ref<Event>::adopt(new Event(std::move(device), handle, enable_timing, interprocess));
+}
+
+Ref<Event> Event::from_ipc_handle(Ref<Device> device, const uint8_t (&bytes)[64]) {
+  CUipcEventHandle handle{};
+  static_assert(sizeof handle.reserved == 64, "CUipcEventHandle is 64 bytes");
+  std::memcpy(handle.reserved, bytes, sizeof handle.reserved);
+  ScopedContext scope(*device);
+  CUevent event = nullptr;
+  const CUresult r = CUMEM_CU_RESULT(cuIpcOpenEventHandle, (&event, handle));
+  if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_HANDLE)
+    fail(Status::invalid_argument, "the bytes are not an interprocess event handle the driver "
+                                   "can open on " + device->describe() + " (" +
+                                       driver::describe(r) + ")");
+  driver::check(r, "cuIpcOpenEventHandle", "opening an interprocess event");
+  return Ref<Event>::adopt(new Event(std::move(device), event, false, true));
+}
+
+void Event::get_ipc_handle(uint8_t (&out)[64]) const {
+  if (!interprocess_)
+    fail(Status::invalid_state, "the event was not created with interprocess set");
+  ScopedContext scope(*device_);
+  CUipcEventHandle handle{};
+  CUMEM_CU(cuIpcGetEventHandle, (&handle, handle_), "exporting an interprocess event");
+  std::memcpy(out, handle.reserved, sizeof out);
 }
 
 Event::~Event() {

@@ -30,6 +30,7 @@ enum class Tag : uint32_t {
   program = 0x43505247,  // "CPRG"
   library = 0x434c4942,  // "CLIB"
   kernel = 0x434b524e,   // "CKRN"
+  allocation_handle = 0x43414c48,  // "CALH"
 };
 
 class Object {
@@ -56,6 +57,15 @@ class Object {
       slab::header_of(this)->tag.store(0, std::memory_order_release);
       delete this;
     }
+  }
+
+  // A core reference to an object that may be dying (found through a
+  // registry that does not own it); false once its last reference is gone.
+  bool try_retain() const noexcept {
+    uint32_t n = refs_.load(std::memory_order_relaxed);
+    while (n != 0)
+      if (refs_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel)) return true;
+    return false;
   }
 
   // User handles (the C ABI's retain/release).

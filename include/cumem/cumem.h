@@ -411,10 +411,13 @@ typedef struct cumem_event_options_t {
   uint32_t struct_size;
   cumem_bool_t enable_timing; /**< Default false (faster when false). */
   cumem_bool_t blocking_sync; /**< Synchronize sleeps instead of spinning. */
+  /** Can be shared with other processes (cumem_event_get_ipc_handle);
+   *  needs enable_timing false. Default false. */
+  cumem_bool_t interprocess;
 } cumem_event_options_t;
 
 #define CUMEM_EVENT_OPTIONS_INIT \
-  { (uint32_t)sizeof(cumem_event_options_t), CUMEM_FALSE, CUMEM_FALSE }
+  { (uint32_t)sizeof(cumem_event_options_t), CUMEM_FALSE, CUMEM_FALSE, CUMEM_FALSE }
 CUMEM_API void cumem_event_options_init(cumem_event_options_t* options);
 
 /** [in][optional] options. */
@@ -456,6 +459,8 @@ typedef enum cumem_resource_kind_t {
   CUMEM_RESOURCE_LEGACY_PINNED = 4, /**< cuMemHostAlloc */
   CUMEM_RESOURCE_MANAGED = 5,       /**< unified (managed) memory */
   CUMEM_RESOURCE_LIMIT = 6,         /**< limit adaptor over another resource */
+  CUMEM_RESOURCE_LEGACY_DEVICE = 7, /**< cuMemAlloc; shares buffers by legacy IPC */
+  CUMEM_RESOURCE_HOST_SHARED = 8,   /**< host memory shareable between processes (memfd) */
   CUMEM_RESOURCE_KIND_FORCE32 = 0x7FFFFFFF
 } cumem_resource_kind_t;
 
@@ -467,11 +472,16 @@ typedef struct cumem_resource_properties_t {
   int32_t device_id;     /**< -1 where the memory is not tied to a device */
   cumem_bool_t is_stream_ordered; /**< allocation and free follow the stream */
   cumem_bool_t is_pool;  /**< cumem_resource_pool_* calls apply */
+  /** Buffers can be shared with other processes
+   *  (cumem_buffer_get_ipc_descriptor). */
   cumem_bool_t ipc_enabled;
+  /** Imported from another process (cumem_resource_from_allocation_handle):
+   *  it opens descriptors but cannot allocate. */
+  cumem_bool_t is_imported;
 } cumem_resource_properties_t;
 
 #define CUMEM_RESOURCE_PROPERTIES_INIT \
-  { (uint32_t)sizeof(cumem_resource_properties_t), (cumem_resource_kind_t)0, 0u, 0u, -1, 0u, 0u, 0u }
+  { (uint32_t)sizeof(cumem_resource_properties_t), (cumem_resource_kind_t)0, 0u, 0u, -1, 0u, 0u, 0u, 0u }
 
 /** Kept by every resource (an adaptor counts what goes through it). Bytes
  *  are the sizes asked for, not what the resource rounds them up to. A
@@ -570,6 +580,21 @@ CUMEM_API cumem_status_t cumem_device_resource_create(
 CUMEM_API cumem_status_t cumem_pinned_resource_create(
     const cumem_device_t* device, const cumem_pool_options_t* options,
     cumem_resource_t** out_resource);
+
+/** Device memory from cuMemAlloc, synchronous (frees wait for the stream).
+ *  Its buffers share with other processes through legacy IPC
+ *  (cuIpcGetMemHandle): cumem_buffer_get_ipc_descriptor. */
+CUMEM_API cumem_status_t cumem_legacy_device_resource_create(const cumem_device_t* device,
+                                                             cumem_resource_t** out_resource);
+
+/** Host memory that other processes can map: one shared memory file
+ *  (memfd) of `capacity` bytes, from which buffers are carved (256-byte
+ *  aligned, first fit). Needs no driver. Share it with
+ *  cumem_resource_get_allocation_handle and its buffers with
+ *  cumem_buffer_get_ipc_descriptor. CUMEM_ERROR_INVALID_ARGUMENT: capacity
+ *  0; CUMEM_ERROR_OUT_OF_MEMORY: the file cannot be made that large. */
+CUMEM_API cumem_status_t cumem_host_shared_resource_create(uint64_t capacity,
+                                                           cumem_resource_t** out_resource);
 
 /** Pinned host memory from cuMemHostAlloc (portable, mapped), synchronous.
  *  Freeing on a stream first waits for that stream. `device` gives the
@@ -856,6 +881,157 @@ CUMEM_API cumem_status_t cumem_buffer_advise(cumem_buffer_t* buffer,
  *  CUMEM_ERROR_NOT_SUPPORTED: the driver is older than 13.0. */
 CUMEM_API cumem_status_t cumem_buffer_discard(cumem_buffer_t* buffer,
                                               const cumem_stream_t* stream);
+
+/* ------------------------------------------------------------------------ */
+/* IPC: pools and buffers shared between processes                           */
+/* ------------------------------------------------------------------------ */
+/*
+ * The model is cuda.core's. A process that owns an IPC-enabled resource (a
+ * device or pinned pool made with ipc_enabled, or a host shared resource)
+ * exports it once as an allocation handle: a POSIX file descriptor plus a
+ * pool descriptor. It sends both to another process (cumem_ipc_send, or any
+ * channel that can carry a file descriptor), which imports the resource
+ * (cumem_resource_from_allocation_handle). Each buffer is then shared by its
+ * buffer descriptor, plain bytes that may travel over any channel, and
+ * opened in the importing process (cumem_buffer_from_ipc_descriptor).
+ * Buffers of a legacy device resource share by descriptor alone
+ * (cuIpcGetMemHandle), with no allocation handle.
+ *
+ * Descriptors are CUMEM_IPC_DESCRIPTOR_SIZE bytes: a magic, a format
+ * version, the kind of memory, its size and offset, the exporting device's
+ * UUID, a random id of the exported pool, the driver's export data and a
+ * CRC-32. Every field is validated on the way in: a truncated, corrupted,
+ * foreign-version, wrong-pool or wrong-device descriptor, or one whose size
+ * passes the memory the driver maps, is refused with
+ * CUMEM_ERROR_INVALID_ARGUMENT naming the check that failed.
+ *
+ * Trust: a peer that can send you descriptors can name memory of pools you
+ * imported from it (or from others who shared with you) and nothing else:
+ * the driver maps only memory exported from an IPC-enabled pool, and
+ * libcumem never reads or writes through a descriptor. It can send you
+ * garbage, which is refused, and it can free its memory early, after which
+ * your mapping may read stale data (the driver keeps the physical pages of
+ * an imported pool alive while it is mapped). It cannot make libcumem crash.
+ */
+
+#define CUMEM_IPC_DESCRIPTOR_SIZE 160
+/** A pool's or a buffer's descriptor: plain bytes, safe to copy and send. */
+typedef struct cumem_ipc_descriptor_t {
+  uint8_t bytes[CUMEM_IPC_DESCRIPTOR_SIZE];
+} cumem_ipc_descriptor_t;
+
+/** An exported pool: a file descriptor (owned) and the pool's descriptor. */
+typedef struct cumem_allocation_handle_t cumem_allocation_handle_t;
+
+/** Exports an IPC-enabled resource (properties.ipc_enabled: a device or
+ *  pinned pool made with ipc_enabled, or a host shared resource; an
+ *  imported resource may be exported again). The handle owns a new file
+ *  descriptor (close-on-exec).
+ *  CUMEM_ERROR_NOT_SUPPORTED: the resource cannot be shared this way (the
+ *  message says which resources can). */
+CUMEM_API cumem_status_t cumem_resource_get_allocation_handle(
+    const cumem_resource_t* resource, cumem_allocation_handle_t** out_handle);
+CUMEM_API cumem_status_t cumem_allocation_handle_retain(cumem_allocation_handle_t* handle);
+CUMEM_API cumem_status_t cumem_allocation_handle_release(cumem_allocation_handle_t* handle);
+/** The handle's file descriptor, borrowed: valid while the handle lives;
+ *  do not close it. */
+CUMEM_API cumem_status_t cumem_allocation_handle_fd(const cumem_allocation_handle_t* handle,
+                                                    int32_t* out_fd);
+/** A duplicate of the handle's file descriptor (close-on-exec), which the
+ *  caller owns and closes. */
+CUMEM_API cumem_status_t cumem_allocation_handle_dup_fd(
+    const cumem_allocation_handle_t* handle, int32_t* out_fd);
+/** The pool's descriptor, to send along with the file descriptor. */
+CUMEM_API cumem_status_t cumem_allocation_handle_descriptor(
+    const cumem_allocation_handle_t* handle, cumem_ipc_descriptor_t* out_descriptor);
+/** Rebuilds a handle from a pool descriptor and a file descriptor received
+ *  with it. On success the handle owns `fd`; on failure the caller still
+ *  does. CUMEM_ERROR_INVALID_ARGUMENT: the descriptor is not a valid pool
+ *  descriptor (the message names the check), or fd < 0. */
+CUMEM_API cumem_status_t cumem_allocation_handle_from_fd(
+    const cumem_ipc_descriptor_t* pool_descriptor, int32_t fd,
+    cumem_allocation_handle_t** out_handle);
+/** Rebuilds a handle from a pool descriptor and the number `remote_fd` of
+ *  the file descriptor in process `pid`, taken with pidfd_getfd (Linux
+ *  5.6+; needs permission to ptrace `pid`).
+ *  CUMEM_ERROR_NOT_SUPPORTED: the kernel lacks pidfd_getfd or permission is
+ *  refused (the message says which). CUMEM_ERROR_INVALID_ARGUMENT: no such
+ *  process or file descriptor, or a bad descriptor. */
+CUMEM_API cumem_status_t cumem_allocation_handle_from_pid(
+    const cumem_ipc_descriptor_t* pool_descriptor, int32_t pid, int32_t remote_fd,
+    cumem_allocation_handle_t** out_handle);
+
+/** Imports the resource behind an allocation handle: an imported resource
+ *  (properties.is_imported) that opens buffer descriptors of that pool but
+ *  cannot allocate (CUMEM_ERROR_NOT_SUPPORTED). `device` ([in][optional]):
+ *  for device memory the device the pool lives on (its UUID must match:
+ *  else CUMEM_ERROR_WRONG_DEVICE); for pinned memory the device whose
+ *  context maps it; NULL for a host shared resource. Importing the same
+ *  pool again in one process gives the same resource (one more reference).
+ *  The handle may be released afterwards. */
+CUMEM_API cumem_status_t cumem_resource_from_allocation_handle(
+    const cumem_device_t* device, const cumem_allocation_handle_t* handle,
+    cumem_resource_t** out_resource);
+
+/** The buffer's descriptor: for buffers of IPC-enabled pools, host shared
+ *  resources and legacy device resources, and for buffers opened from a
+ *  descriptor (which gives the same descriptor again, so a third process
+ *  can open it). CUMEM_ERROR_NOT_SUPPORTED: the buffer's resource cannot
+ *  share (the message says why), or it is a slice of pool memory (share
+ *  the whole buffer). */
+CUMEM_API cumem_status_t cumem_buffer_get_ipc_descriptor(const cumem_buffer_t* buffer,
+                                                         cumem_ipc_descriptor_t* out_descriptor);
+/** Opens a buffer descriptor of another process. `resource` is the
+ *  resource imported from the descriptor's pool (pool and host shared
+ *  descriptors), or a legacy device resource of the descriptor's device
+ *  (legacy descriptors). The mapping is ordered on `stream`
+ *  ([in][optional]). Opening one descriptor twice is safe (one mapping,
+ *  counted). Closing the buffer unmaps it here, never frees the exporter's
+ *  memory; the exporter must not free the memory while others use it (order
+ *  it with an IPC event).
+ *  CUMEM_ERROR_INVALID_ARGUMENT: a bad descriptor (the check is named), a
+ *  descriptor of another pool than `resource`'s, or a size beyond the range
+ *  the driver mapped. CUMEM_ERROR_WRONG_DEVICE: a device descriptor from
+ *  another device than the resource's. */
+CUMEM_API cumem_status_t cumem_buffer_from_ipc_descriptor(
+    cumem_resource_t* resource, const cumem_ipc_descriptor_t* descriptor,
+    const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
+
+/** Sends one message over a connected Unix domain socket: the handle's file
+ *  descriptor (SCM_RIGHTS) and pool descriptor when `handle` is not NULL,
+ *  then `count` descriptors (at most 1024; NULL only with count 0).
+ *  Blocks until all is sent. CUMEM_ERROR_INVALID_STATE: the peer closed the
+ *  connection. */
+CUMEM_API cumem_status_t cumem_ipc_send(int32_t socket, const cumem_allocation_handle_t* handle,
+                                        const cumem_ipc_descriptor_t* descriptors,
+                                        uint32_t count);
+/** Receives one message sent by cumem_ipc_send: *out_handle gets the
+ *  allocation handle if one was sent (else NULL; out_handle may be NULL only
+ *  when none is expected, and one that arrives anyway is closed and
+ *  refused), and up to `capacity` descriptors into `descriptors`
+ *  (*out_count of them). Every file descriptor received and not handed out
+ *  is closed. CUMEM_ERROR_INVALID_STATE: the peer closed the connection;
+ *  CUMEM_ERROR_INVALID_ARGUMENT: a malformed message or more descriptors
+ *  than `capacity`. */
+CUMEM_API cumem_status_t cumem_ipc_receive(int32_t socket, cumem_allocation_handle_t** out_handle,
+                                           cumem_ipc_descriptor_t* descriptors,
+                                           uint32_t capacity, uint32_t* out_count);
+
+/** An interprocess event's handle: the driver's bytes. */
+typedef struct cumem_ipc_event_handle_t {
+  uint8_t bytes[64];
+} cumem_ipc_event_handle_t;
+/** The handle of an event created with options.interprocess.
+ *  CUMEM_ERROR_INVALID_STATE: the event is not interprocess. */
+CUMEM_API cumem_status_t cumem_event_get_ipc_handle(const cumem_event_t* event,
+                                                    cumem_ipc_event_handle_t* out_handle);
+/** Opens another process's interprocess event on `device`. Recording it
+ *  here and waiting on it there (or the other way) orders work between
+ *  the processes. CUMEM_ERROR_INVALID_ARGUMENT (or the driver's error): the
+ *  bytes are not an event handle the driver can open. */
+CUMEM_API cumem_status_t cumem_event_from_ipc_handle(const cumem_device_t* device,
+                                                     const cumem_ipc_event_handle_t* handle,
+                                                     cumem_event_t** out_event);
 
 /* ------------------------------------------------------------------------ */
 /* Programs, libraries, kernels, launch                                      */

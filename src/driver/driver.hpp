@@ -78,7 +78,18 @@ namespace cumem::core::driver {
   X(cuKernelGetAttribute, 12000)             \
   X(cuKernelSetAttribute, 12000)             \
   X(cuLaunchKernelEx, 11060)                 \
-  X(cuLibraryGetModule, 12000)
+  X(cuLibraryGetModule, 12000)              \
+  X(cuMemPoolExportToShareableHandle, 11020) \
+  X(cuMemPoolImportFromShareableHandle, 11020) \
+  X(cuMemPoolExportPointer, 11020)           \
+  X(cuMemPoolImportPointer, 11020)           \
+  X(cuIpcGetMemHandle, 4010)                 \
+  X(cuIpcOpenMemHandle, 11000)               \
+  X(cuIpcCloseMemHandle, 4010)               \
+  X(cuIpcGetEventHandle, 4010)               \
+  X(cuIpcOpenEventHandle, 4010)              \
+  X(cuPointerGetAttribute, 4000)             \
+  X(cuMemGetAddressRange, 3020)
 
 // Function pointers; a member is null when the installed driver is older
 // than the version it needs. Use call() or require(), not the members, so

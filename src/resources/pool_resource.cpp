@@ -1,17 +1,66 @@
 #include "pool_resource.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 
 namespace cumem::core {
 
 PoolResource::PoolResource(Ref<Device> device, const ResourceProperties& properties,
-                           CUmemoryPool pool, bool owned, std::string name, uint64_t max_size)
+                           CUmemoryPool pool, bool owned, std::string name, uint64_t max_size,
+                           const std::array<uint8_t, 16>& pool_id)
     : Resource(std::move(device), properties),
       pool_(pool),
       owned_(owned),
       name_(std::move(name)),
-      budget_(max_size ? std::make_unique<ByteBudget>(max_size) : nullptr) {}
+      budget_(max_size ? std::make_unique<ByteBudget>(max_size) : nullptr),
+      pool_id_(pool_id) {
+  if (properties.ipc_enabled && pool_id_ == std::array<uint8_t, 16>{}) pool_id_ = random_pool_id();
+}
+
+Ref<AllocationHandle> PoolResource::get_allocation_handle() const {
+  if (!properties().ipc_enabled) return IpcShareable::get_allocation_handle();
+  ScopedContext scope(*device_);
+  int fd = -1;
+  CUMEM_CU(cuMemPoolExportToShareableHandle,
+           (&fd, pool_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+           "exporting " + describe() + " as a file descriptor");
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  IpcDescriptor d;
+  d.type = IpcType::pool;
+  d.memory_kind = static_cast<uint32_t>(properties().memory_kind);
+  d.device_uuid = device_->uuid();
+  d.pool_id = pool_id_;
+  d.exporter_pid = static_cast<uint32_t>(getpid());
+  try {
+    return AllocationHandle::adopt(fd, d);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
+IpcDescriptor PoolResource::get_ipc_descriptor(void* ptr, size_t size) const {
+  if (!properties().ipc_enabled) return IpcShareable::get_ipc_descriptor(ptr, size);
+  ScopedContext scope(*device_);
+  CUmemPoolPtrExportData data{};
+  CUMEM_CU(cuMemPoolExportPointer, (&data, reinterpret_cast<CUdeviceptr>(ptr)),
+           "exporting a buffer of " + describe_bytes(size) + " from " + describe());
+  IpcDescriptor d;
+  d.type = IpcType::pool_buffer;
+  d.memory_kind = static_cast<uint32_t>(properties().memory_kind);
+  d.size = size;
+  d.device_uuid = device_->uuid();
+  d.pool_id = pool_id_;
+  static_assert(sizeof data.reserved == sizeof d.export_data, "export data is 64 bytes");
+  std::memcpy(d.export_data.data(), data.reserved, sizeof data.reserved);
+  d.exporter_pid = static_cast<uint32_t>(getpid());
+  return d;
+}
 
 PoolResource::~PoolResource() {
   if (!owned_) return;

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "../ipc/shareable.hpp"
 #include "byte_budget.hpp"
 #include "resource.hpp"
 
@@ -20,13 +21,15 @@ struct PoolAttributes {
   uint64_t used_mem_current = 0, used_mem_high = 0;
 };
 
-class PoolResource : public Resource {
+class PoolResource : public Resource, public IpcShareable {
  public:
   // Takes `pool`; destroys it at the end when `owned`. A max_size above 0 is
   // enforced here on the bytes in use (the driver only caps what it
-  // reserves, at its own granularity).
+  // reserves, at its own granularity). An IPC-enabled pool gets a random
+  // pool id, unless `pool_id` (an imported pool's) is given.
   PoolResource(Ref<Device> device, const ResourceProperties& properties, CUmemoryPool pool,
-               bool owned, std::string name, uint64_t max_size);
+               bool owned, std::string name, uint64_t max_size,
+               const std::array<uint8_t, 16>& pool_id = {});
   std::string describe() const override { return name_; }
 
   CUmemoryPool pool_native() const noexcept { return pool_; }
@@ -41,6 +44,12 @@ class PoolResource : public Resource {
   // 0 when unlimited.
   uint64_t max_size() const noexcept { return budget_ ? budget_->limit() : 0; }
 
+  // IPC (properties().ipc_enabled): the pool's file descriptor, and a
+  // buffer's export data (cuMemPoolExportPointer).
+  Ref<AllocationHandle> get_allocation_handle() const override;
+  IpcDescriptor get_ipc_descriptor(void* ptr, size_t size) const override;
+  const std::array<uint8_t, 16>& pool_id() const noexcept { return pool_id_; }
+
  protected:
   ~PoolResource() override;
   void* do_allocate(size_t size, const Stream* stream) override;
@@ -52,6 +61,7 @@ class PoolResource : public Resource {
   bool owned_;
   std::string name_;
   std::unique_ptr<ByteBudget> budget_;
+  std::array<uint8_t, 16> pool_id_{};
 };
 
 // What a new pool is: where its memory lives, whether it can be shared with

@@ -18,7 +18,10 @@
 namespace cumem::core {
 
 // The C ABI's cumem_resource_kind_t.
-enum class ResourceKind { host = 1, device = 2, pinned = 3, legacy_pinned = 4, managed = 5, limit = 6 };
+enum class ResourceKind {
+  host = 1, device = 2, pinned = 3, legacy_pinned = 4, managed = 5, limit = 6,
+  legacy_device = 7, host_shared = 8,
+};
 
 // What a buffer's memory is (the C ABI's cumem_memory_kind_t).
 enum class MemoryKind { host = 1, device = 2, pinned = 3, managed = 4 };
@@ -32,6 +35,7 @@ struct ResourceProperties {
   bool stream_ordered = false;
   bool is_pool = false;
   bool ipc_enabled = false;
+  bool is_imported = false;
 };
 
 class Resource : public Object {
@@ -48,6 +52,9 @@ class Resource : public Object {
   const ResourceProperties& properties() const noexcept { return properties_; }
   ResourceStatistics statistics() const noexcept { return statistics_.snapshot(); }
   void reset_peak() noexcept { statistics_.reset_peak(); }
+  // Counts memory that reached this resource without allocate_raw (a buffer
+  // opened from another process), so that its deallocate_raw is counted.
+  void count_allocation(size_t size) noexcept { statistics_.count_allocation(size); }
   // The device whose context the resource uses; null for the host kind.
   const Device* device() const noexcept { return device_.get(); }
   // "pool of device 0", "host resource", ... for messages.
@@ -85,6 +92,8 @@ Ref<Resource> create_host_resource(size_t alignment);
 Ref<Resource> create_device_resource(Ref<Device> device, const PoolOptions& options);
 Ref<Resource> create_pinned_resource(Ref<Device> device, const PoolOptions& options);
 Ref<Resource> create_legacy_pinned_resource(Ref<Device> device);
+Ref<Resource> create_legacy_device_resource(Ref<Device> device);
+Ref<Resource> create_host_shared_resource(uint64_t capacity);
 Ref<Resource> create_managed_resource(Ref<Device> device, Location preferred, bool use_pool);
 // Adaptors (src/resources/<name>_resource.cpp).
 Ref<Resource> create_limit_resource(Ref<Resource> upstream, uint64_t limit_bytes);

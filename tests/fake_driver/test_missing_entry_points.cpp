@@ -112,7 +112,7 @@ TEST_F(FakeDriver, StreamAndEventOptionsFollowTheStructSizeRules) {
   e.known.struct_size = sizeof e;
   cumem_event_t* event = nullptr;
   CUMEM_EXPECT_ERROR(cumem_event_create(device, &e.known, &event), CUMEM_ERROR_NOT_SUPPORTED,
-                     "larger than this library's 12");
+                     "larger than this library's " + std::to_string(sizeof(cumem_event_options_t)));
   EXPECT_EQ(event, nullptr);
   e.newer_option = 0;
   CUMEM_ASSERT_OK(cumem_event_create(device, &e.known, &event));

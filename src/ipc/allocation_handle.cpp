@@ -1,0 +1,56 @@
+#include "allocation_handle.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "../error.hpp"
+#include "transport.hpp"
+
+namespace cumem::core {
+
+int duplicate_fd(int fd, const char* what) {
+  const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0)
+    fail(errno == EMFILE ? Status::out_of_memory : Status::invalid_argument,
+         std::string("cannot duplicate the file descriptor of ") + what + ": " +
+             std::strerror(errno));
+  return copy;
+}
+
+Ref<AllocationHandle> AllocationHandle::adopt(int fd, const IpcDescriptor& pool) {
+  if (pool.type != IpcType::pool)
+    fail(Status::invalid_argument, "the descriptor is " + describe(pool) +
+                                       ", not the descriptor of a pool");
+  if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+    fail(Status::invalid_argument,
+         "file descriptor " + std::to_string(fd) + " is not open in this process");
+  return Ref<AllocationHandle>::adopt(new AllocationHandle(fd, pool));
+}
+
+Ref<AllocationHandle> AllocationHandle::from_fd(const uint8_t* pool_descriptor, int fd) {
+  return adopt(fd, decode(pool_descriptor, kIpcDescriptorSize));
+}
+
+Ref<AllocationHandle> AllocationHandle::from_pid(const uint8_t* pool_descriptor, int pid,
+                                                 int remote_fd) {
+  const IpcDescriptor pool = decode(pool_descriptor, kIpcDescriptorSize);
+  if (pool.type != IpcType::pool)
+    fail(Status::invalid_argument, "the descriptor is " + describe(pool) +
+                                       ", not the descriptor of a pool");
+  const int fd = fd_from_pid(pid, remote_fd);
+  try {
+    return adopt(fd, pool);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
+int AllocationHandle::dup_fd() const { return duplicate_fd(fd_, "an allocation handle"); }
+
+AllocationHandle::~AllocationHandle() { ::close(fd_); }
+
+}  // namespace cumem::core
