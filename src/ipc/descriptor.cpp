@@ -1,0 +1,325 @@
+#include "descriptor.hpp"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "../error.hpp"
+
+namespace cumem::core {
+namespace {
+
+constexpr char kMagic[8] = {'C', 'U', 'M', 'E', 'M', 'I', 'P', 'C'};
+
+// Offsets of the fields (see descriptor.hpp).
+constexpr size_t kOffVersion = 8, kOffType = 10, kOffKind = 12, kOffSize = 16, kOffOffset = 24,
+                 kOffUuid = 32, kOffPoolId = 48, kOffExport = 64, kOffPid = 128,
+                 kOffReserved = 132, kOffCrc = 156;
+static_assert(kOffCrc + 4 == kIpcDescriptorSize, "the CRC ends the descriptor");
+
+// Memory kinds, as in cumem_memory_kind_t (this file stays free of C and
+// resource headers: it is plain bytes).
+constexpr uint32_t kHost = 1, kDevice = 2, kPinned = 3, kManaged = 4;
+
+// Little-endian, byte by byte: the same bytes on every host.
+void put16(uint8_t* p, uint16_t v) {
+  for (int i = 0; i < 2; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+void put32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+void put64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+uint32_t get32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+uint64_t get64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+// The table of the reflected polynomial 0xEDB88320, built at compile time.
+struct CrcTable {
+  uint32_t entry[256];
+  constexpr CrcTable() : entry() {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      entry[i] = c;
+    }
+  }
+};
+constexpr CrcTable kCrcTable;
+
+template <size_t N>
+bool all_zero(const std::array<uint8_t, N>& bytes) {
+  for (uint8_t b : bytes)
+    if (b != 0) return false;
+  return true;
+}
+
+const char* type_name(IpcType type) {
+  switch (type) {
+    case IpcType::pool_buffer: return "pool buffer";
+    case IpcType::legacy_buffer: return "legacy buffer";
+    case IpcType::host_shared_buffer: return "host shared buffer";
+    case IpcType::pool: return "pool";
+  }
+  return "unknown type";
+}
+
+const char* kind_name(uint32_t kind) {
+  switch (kind) {
+    case kHost: return "host";
+    case kDevice: return "device";
+    case kPinned: return "pinned";
+    case kManaged: return "managed";
+  }
+  return "unknown";
+}
+
+std::string hex(const uint8_t* bytes, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out += digits[bytes[i] >> 4];
+    out += digits[bytes[i] & 15];
+  }
+  return out;
+}
+
+// NVIDIA's spelling of a device UUID: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
+std::string uuid_string(const std::array<uint8_t, 16>& u) {
+  const uint8_t* p = u.data();
+  return "GPU-" + hex(p, 4) + "-" + hex(p + 4, 2) + "-" + hex(p + 6, 2) + "-" + hex(p + 8, 2) +
+         "-" + hex(p + 10, 6);
+}
+
+// Fills `n` bytes from getrandom(2); false with `error` set if it cannot.
+bool fill_from_getrandom(uint8_t* out, size_t n, int& error) {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = getrandom(out + got, n - got, 0);
+    if (r > 0) got += static_cast<size_t>(r);
+    else if (r < 0 && errno != EINTR) {
+      error = errno;
+      return false;
+    }
+  }
+  return true;
+}
+
+// Fills `n` bytes from /dev/urandom; false with `error` set if it cannot.
+bool fill_from_urandom(uint8_t* out, size_t n, int& error) {
+  const int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = errno;
+    return false;
+  }
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd, out + got, n - got);
+    if (r > 0) got += static_cast<size_t>(r);
+    else if (r == 0 || errno != EINTR) {
+      error = r == 0 ? EIO : errno;
+      break;
+    }
+  }
+  ::close(fd);
+  return got == n;
+}
+
+[[noreturn]] void reject(const std::string& what) {
+  fail(Status::invalid_argument, "IPC descriptor " + what);
+}
+
+// The field rules, shared by encode() and decode(). Each rule says which
+// field is wrong and what it should be.
+void validate(const IpcDescriptor& d) {
+  const uint16_t type = static_cast<uint16_t>(d.type);
+  if (type < 1 || type > 4)
+    reject("type " + std::to_string(type) +
+           " is unknown (1 pool buffer, 2 legacy buffer, 3 host shared buffer, 4 pool)");
+  const std::string of = std::string("of a ") + type_name(d.type) + " ";
+  const bool is_buffer = d.type != IpcType::pool;
+
+  // Which memory each type can describe: the driver exports pool buffers of
+  // device and pinned pools, legacy handles of cuMemAlloc (device) memory;
+  // host shared memory is host memory; pools are device, pinned or host.
+  const char* allowed = nullptr;
+  bool kind_ok = false;
+  switch (d.type) {
+    case IpcType::pool_buffer:
+      allowed = "device or pinned";
+      kind_ok = d.memory_kind == kDevice || d.memory_kind == kPinned;
+      break;
+    case IpcType::legacy_buffer:
+      allowed = "device";
+      kind_ok = d.memory_kind == kDevice;
+      break;
+    case IpcType::host_shared_buffer:
+      allowed = "host";
+      kind_ok = d.memory_kind == kHost;
+      break;
+    case IpcType::pool:
+      allowed = "host, device or pinned";
+      kind_ok = d.memory_kind == kHost || d.memory_kind == kDevice || d.memory_kind == kPinned;
+      break;
+  }
+  if (!kind_ok)
+    reject(of + "cannot hold memory kind " + std::to_string(d.memory_kind) + " (" +
+           kind_name(d.memory_kind) + "); it must be " + allowed);
+  const bool host = d.memory_kind == kHost;
+
+  if (is_buffer && d.size == 0) reject(of + "has size 0");
+  if (d.type == IpcType::pool && host && d.size == 0)
+    reject("of a host shared pool has arena size 0");
+  if (d.type == IpcType::pool && !host && d.size != 0)
+    reject("of a " + std::string(kind_name(d.memory_kind)) + " pool has size " +
+           std::to_string(d.size) + "; only a host shared pool records a size (its arena's)");
+
+  const bool has_offset =
+      d.type == IpcType::legacy_buffer || d.type == IpcType::host_shared_buffer;
+  if (!has_offset && d.offset != 0)
+    reject(of + "has offset " + std::to_string(d.offset) +
+           "; only legacy and host shared buffers have an offset");
+  if (d.offset > UINT64_MAX - d.size)
+    reject(of + "has offset " + std::to_string(d.offset) + " + size " + std::to_string(d.size) +
+           ", which overflows 64 bits");
+
+  if (host && !all_zero(d.device_uuid))
+    reject(of + "has a device UUID (" + uuid_string(d.device_uuid) +
+           ") for host memory; it must be all zero");
+  if (!host && all_zero(d.device_uuid))
+    reject(of + "has an all-zero device UUID for " + kind_name(d.memory_kind) +
+           " memory; it must name the exporter's device");
+
+  if (d.type == IpcType::legacy_buffer && !all_zero(d.pool_id))
+    reject(of + "has a pool id; a legacy buffer belongs to no pool, so it must be all zero");
+  if (d.type != IpcType::legacy_buffer && all_zero(d.pool_id))
+    reject(of + "has an all-zero pool id; the exporter gives every pool a random id");
+
+  if ((d.type == IpcType::host_shared_buffer || d.type == IpcType::pool) &&
+      !all_zero(d.export_data))
+    reject(of + "has export data; only pool and legacy buffers carry driver export data");
+
+  if (d.exporter_pid == 0 || d.exporter_pid > INT32_MAX)
+    reject(of + "has exporter pid " + std::to_string(d.exporter_pid) +
+           ", which is not a process id");
+}
+
+}  // namespace
+
+uint32_t ipc_crc32(const uint8_t* data, size_t length) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < length; ++i) c = kCrcTable.entry[(c ^ data[i]) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+void encode(const IpcDescriptor& d, uint8_t (&out)[kIpcDescriptorSize]) {
+  validate(d);
+  uint8_t b[kIpcDescriptorSize] = {};  // reserved bytes stay zero
+  std::memcpy(b, kMagic, sizeof kMagic);
+  put16(b + kOffVersion, kIpcFormatVersion);
+  put16(b + kOffType, static_cast<uint16_t>(d.type));
+  put32(b + kOffKind, d.memory_kind);
+  put64(b + kOffSize, d.size);
+  put64(b + kOffOffset, d.offset);
+  std::memcpy(b + kOffUuid, d.device_uuid.data(), 16);
+  std::memcpy(b + kOffPoolId, d.pool_id.data(), 16);
+  std::memcpy(b + kOffExport, d.export_data.data(), 64);
+  put32(b + kOffPid, d.exporter_pid);
+  put32(b + kOffCrc, ipc_crc32(b, kOffCrc));
+  std::memcpy(out, b, sizeof b);
+}
+
+IpcDescriptor decode(const uint8_t* bytes, size_t length) {
+  if (bytes == nullptr && length != 0) fail(Status::invalid_argument, "IPC descriptor is NULL");
+  // Magic and version come before the length, where there are bytes enough
+  // to read them: a foreign blob says it is foreign, and a descriptor of a
+  // newer format (perhaps of another length) names its version.
+  const size_t magic_bytes = length < sizeof kMagic ? length : sizeof kMagic;
+  if (magic_bytes != 0 && std::memcmp(bytes, kMagic, magic_bytes) != 0)
+    fail(Status::invalid_argument,
+         "not a libcumem IPC descriptor: it does not begin with \"CUMEMIPC\"");
+  if (length >= kOffVersion + 2 && get16(bytes + kOffVersion) != kIpcFormatVersion)
+    reject("format version " + std::to_string(get16(bytes + kOffVersion)) +
+           "; this libcumem reads version " + std::to_string(kIpcFormatVersion));
+  if (length < kIpcDescriptorSize)
+    reject("truncated: " + std::to_string(length) + " of " + std::to_string(kIpcDescriptorSize) +
+           " bytes");
+  if (length > kIpcDescriptorSize)
+    reject("too long: " + std::to_string(length) + " bytes; a version 1 descriptor has exactly " +
+           std::to_string(kIpcDescriptorSize));
+
+  const uint32_t stored = get32(bytes + kOffCrc), computed = ipc_crc32(bytes, kOffCrc);
+  if (stored != computed) {
+    char crcs[64];
+    std::snprintf(crcs, sizeof crcs, " (CRC-32 0x%08x stored, 0x%08x computed)", stored, computed);
+    reject(std::string("integrity check failed: the descriptor was corrupted") + crcs);
+  }
+
+  IpcDescriptor d;
+  d.type = static_cast<IpcType>(get16(bytes + kOffType));
+  d.memory_kind = get32(bytes + kOffKind);
+  d.size = get64(bytes + kOffSize);
+  d.offset = get64(bytes + kOffOffset);
+  std::memcpy(d.device_uuid.data(), bytes + kOffUuid, 16);
+  std::memcpy(d.pool_id.data(), bytes + kOffPoolId, 16);
+  std::memcpy(d.export_data.data(), bytes + kOffExport, 64);
+  d.exporter_pid = get32(bytes + kOffPid);
+  validate(d);
+  // Reserved bytes are for later versions, which will say so in the version
+  // field; a version 1 descriptor with any of them set was not written by a
+  // version 1 encoder.
+  for (size_t i = kOffReserved; i < kOffCrc; ++i)
+    if (bytes[i] != 0) {
+      char where[48];
+      std::snprintf(where, sizeof where, " (byte %zu is 0x%02x)", i, bytes[i]);
+      reject(std::string("has non-zero reserved bytes") + where + "; they must be zero in version 1");
+    }
+  return d;
+}
+
+std::string describe(const IpcDescriptor& d) {
+  std::string out;
+  if (d.type == IpcType::pool) {
+    out = std::string(d.memory_kind == kHost ? "host shared" : kind_name(d.memory_kind)) + " pool";
+    if (d.size != 0) out += " with an arena of " + describe_bytes(d.size);
+  } else {
+    out = std::string(type_name(d.type)) + " of " + describe_bytes(d.size) + " of " +
+          kind_name(d.memory_kind) + " memory";
+    if (d.offset != 0) out += " at offset " + std::to_string(d.offset);
+  }
+  if (!all_zero(d.device_uuid)) out += " on " + uuid_string(d.device_uuid);
+  if (!all_zero(d.pool_id)) out += ", pool " + hex(d.pool_id.data(), 16);
+  out += ", exported by pid " + std::to_string(d.exporter_pid);
+  return out;
+}
+
+std::array<uint8_t, 16> random_pool_id() {
+  std::array<uint8_t, 16> id{};
+  // All zero means "no pool" in a descriptor, so draw again (1 in 2^128).
+  while (all_zero(id)) {
+    int getrandom_error = 0, urandom_error = 0;
+    if (fill_from_getrandom(id.data(), id.size(), getrandom_error)) continue;
+    // No getrandom (a kernel before 3.17, or a seccomp filter): /dev/urandom.
+    if (fill_from_urandom(id.data(), id.size(), urandom_error)) continue;
+    fail(Status::not_supported, std::string("no random bytes for a pool id: getrandom failed (") +
+                                    std::strerror(getrandom_error) +
+                                    ") and /dev/urandom could not be read (" +
+                                    std::strerror(urandom_error) + ")");
+  }
+  return id;
+}
+
+}  // namespace cumem::core

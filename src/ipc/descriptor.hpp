@@ -1,0 +1,73 @@
+// The IPC descriptor: what one process sends another so that it can import a
+// pool or a buffer. Plain bytes of a fixed size and layout, little-endian on
+// every host, with a version and a CRC, so that it can travel through any
+// channel (a socket, a file, a pipe, a Python bytes object) and be checked
+// completely before anything of it reaches the driver. Host-only: no CUDA.
+//
+// Layout (160 bytes, every integer little-endian):
+//   off   0  8 bytes  magic "CUMEMIPC"
+//   off   8  u16      format version (1)
+//   off  10  u16      type (IpcType)
+//   off  12  u32      memory kind (1 host, 2 device, 3 pinned, 4 managed:
+//                     the values of cumem_memory_kind_t and core::MemoryKind)
+//   off  16  u64      size: bytes of the buffer; for a pool, bytes of the
+//                     arena of a host shared pool, else 0
+//   off  24  u64      offset: of a host shared buffer in the shared file, of
+//                     a legacy buffer inside its driver allocation; else 0
+//   off  32  16 bytes device UUID (all zero for host memory)
+//   off  48  16 bytes pool id (random, chosen by the exporter for each pool;
+//                     all zero for a legacy buffer)
+//   off  64  64 bytes export data (CUmemPoolPtrExportData for a pool buffer,
+//                     CUipcMemHandle for a legacy buffer; else all zero)
+//   off 128  u32      exporter pid
+//   off 132  24 bytes reserved, zero
+//   off 156  u32      CRC-32 (IEEE 802.3, as zlib's crc32) of bytes 0..155
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace cumem::core {
+
+enum class IpcType : uint16_t {
+  pool_buffer = 1,         // a buffer of an IPC-enabled cuMemPool (cuMemPoolExportPointer)
+  legacy_buffer = 2,       // a cuMemAlloc buffer (cuIpcGetMemHandle)
+  host_shared_buffer = 3,  // a buffer in a host shared arena (memfd + offset)
+  pool = 4,                // an exported pool or host shared arena; travels with its fd
+};
+
+constexpr size_t kIpcDescriptorSize = 160;
+constexpr uint16_t kIpcFormatVersion = 1;
+
+struct IpcDescriptor {
+  IpcType type = IpcType::pool_buffer;
+  uint32_t memory_kind = 0;  // cumem_memory_kind_t / core::MemoryKind value
+  uint64_t size = 0, offset = 0;
+  std::array<uint8_t, 16> device_uuid{}, pool_id{};
+  std::array<uint8_t, 64> export_data{};
+  uint32_t exporter_pid = 0;
+};
+
+// Writes the 160 bytes of `d`. Validates `d` first by the rules decode()
+// applies (throws Error(invalid_argument), `out` untouched), so an invalid
+// descriptor fails in the exporter, not later in the importer.
+void encode(const IpcDescriptor& d, uint8_t (&out)[kIpcDescriptorSize]);
+
+// Reads and validates a descriptor: length, magic and version first, then the
+// CRC (a corrupted descriptor says so), then every field. Throws
+// Error(invalid_argument) naming the check that failed.
+IpcDescriptor decode(const uint8_t* bytes, size_t length);
+
+// "pool buffer of 4096 bytes (4.00 KiB) of device memory on GPU-..., pool
+// 0123..., exported by pid 42": for messages.
+std::string describe(const IpcDescriptor& d);
+
+// A new random pool id (getrandom(2), else /dev/urandom); never all zero.
+std::array<uint8_t, 16> random_pool_id();
+
+// CRC-32 (IEEE 802.3, reflected, as zlib's crc32(0, data, length)).
+uint32_t ipc_crc32(const uint8_t* data, size_t length);
+
+}  // namespace cumem::core
