@@ -1,0 +1,290 @@
+// The whole IPC protocol on the host shared resource (memfd), through the
+// public C API and real processes: no GPU needed.
+#include <cstdio>
+#include <string>
+
+#include "ipc_test_util.hpp"
+
+namespace {
+
+constexpr uint64_t kCapacity = 1 << 20;
+
+// A child's side: receives the pool and one descriptor, imports, opens,
+// checks `expect` in every byte, writes `reply`.
+int open_and_reply(int socket, unsigned char expect, unsigned char reply) {
+  cumem_allocation_handle_t* handle = nullptr;
+  cumem_ipc_descriptor_t d;
+  uint32_t count = 0;
+  CHILD_CHECK(cumem_ipc_receive(socket, &handle, &d, 1, &count), 2);
+  if (!handle || count != 1) return 3;
+  cumem_resource_t* imported = nullptr;
+  CHILD_CHECK(cumem_resource_from_allocation_handle(nullptr, handle, &imported), 4);
+  cumem_buffer_t* b = nullptr;
+  CHILD_CHECK(cumem_buffer_from_ipc_descriptor(imported, &d, nullptr, &b), 5);
+  void* p = nullptr;
+  size_t size = 0;
+  CHILD_CHECK(cumem_buffer_ptr(b, &p), 6);
+  CHILD_CHECK(cumem_buffer_size(b, &size), 6);
+  for (size_t i = 0; i < size; ++i)
+    if (static_cast<unsigned char*>(p)[i] != expect) return 7;
+  CHILD_CHECK(cumem_buffer_fill(b, reply, 1, nullptr), 8);
+  cumem_buffer_release(b);
+  cumem_resource_release(imported);
+  cumem_allocation_handle_release(handle);
+  return 0;
+}
+
+class HostShared : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CUMEM_ASSERT_OK(cumem_host_shared_resource_create(kCapacity, &resource));
+    CUMEM_ASSERT_OK(cumem_resource_allocate(resource, 4096, nullptr, &buffer));
+    CUMEM_ASSERT_OK(cumem_buffer_fill(buffer, 0x5a, 1, nullptr));
+    CUMEM_ASSERT_OK(cumem_resource_get_allocation_handle(resource, &handle));
+    CUMEM_ASSERT_OK(cumem_buffer_get_ipc_descriptor(buffer, &descriptor));
+  }
+  void TearDown() override {
+    cumem_allocation_handle_release(handle);
+    cumem_buffer_release(buffer);
+    cumem_resource_release(resource);
+  }
+  unsigned char byte(size_t i) {
+    void* p = nullptr;
+    EXPECT_EQ(cumem_buffer_ptr(buffer, &p), CUMEM_SUCCESS);
+    return static_cast<unsigned char*>(p)[i];
+  }
+
+  cumem_resource_t* resource = nullptr;
+  cumem_buffer_t* buffer = nullptr;
+  cumem_allocation_handle_t* handle = nullptr;
+  cumem_ipc_descriptor_t descriptor{};
+};
+
+TEST_F(HostShared, PropertiesSayWhatItIs) {
+  cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
+  CUMEM_ASSERT_OK(cumem_resource_get_properties(resource, &p));
+  EXPECT_EQ(p.kind, CUMEM_RESOURCE_HOST_SHARED);
+  EXPECT_EQ(p.ipc_enabled, CUMEM_TRUE);
+  EXPECT_EQ(p.is_imported, CUMEM_FALSE);
+  EXPECT_EQ(p.host_accessible, CUMEM_TRUE);
+  int32_t fd = -1;
+  CUMEM_ASSERT_OK(cumem_allocation_handle_fd(handle, &fd));
+  EXPECT_GE(fd, 0);
+}
+
+TEST_F(HostShared, ForkedChildReadsAndWritesTheSameMemory) {
+  int socket = -1;
+  const pid_t child = spawn([](int s) { return open_and_reply(s, 0x5a, 0xa5); }, socket);
+  ASSERT_GT(child, 0);
+  CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, &descriptor, 1));
+  EXPECT_EQ(wait_exit_code(child), 0);
+  close(socket);
+  EXPECT_EQ(byte(0), 0xa5);
+  EXPECT_EQ(byte(4095), 0xa5);
+}
+
+TEST_F(HostShared, ReexportedFromAnImportToAThirdProcess) {
+  int socket = -1;
+  // B imports and opens, then hands its own re-export to C, which replies.
+  const pid_t b = spawn(
+      [](int from_a) {
+        cumem_allocation_handle_t* h = nullptr;
+        cumem_ipc_descriptor_t d;
+        uint32_t n = 0;
+        CHILD_CHECK(cumem_ipc_receive(from_a, &h, &d, 1, &n), 2);
+        cumem_resource_t* imported = nullptr;
+        CHILD_CHECK(cumem_resource_from_allocation_handle(nullptr, h, &imported), 3);
+        cumem_buffer_t* opened = nullptr;
+        CHILD_CHECK(cumem_buffer_from_ipc_descriptor(imported, &d, nullptr, &opened), 4);
+        cumem_allocation_handle_t* again = nullptr;
+        CHILD_CHECK(cumem_resource_get_allocation_handle(imported, &again), 5);
+        cumem_ipc_descriptor_t d2;
+        CHILD_CHECK(cumem_buffer_get_ipc_descriptor(opened, &d2), 6);
+        // The same memory travels on (only the exporter pid and the CRC change).
+        if (std::memcmp(d.bytes, d2.bytes, 128) != 0) return 7;
+        int to_c = -1;
+        const pid_t c = spawn([](int s) { return open_and_reply(s, 0x5a, 0x3c); }, to_c);
+        CHILD_CHECK(cumem_ipc_send(to_c, again, &d2, 1), 8);
+        const int code = wait_exit_code(c);
+        cumem_buffer_release(opened);
+        cumem_resource_release(imported);
+        cumem_allocation_handle_release(again);
+        cumem_allocation_handle_release(h);
+        return code == 0 ? 0 : 20 + code;
+      },
+      socket);
+  ASSERT_GT(b, 0);
+  CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, &descriptor, 1));
+  EXPECT_EQ(wait_exit_code(b), 0);
+  close(socket);
+  EXPECT_EQ(byte(100), 0x3c);
+}
+
+TEST_F(HostShared, ImportedTwiceIsOneResourceThatCannotAllocate) {
+  int socket = -1;
+  const pid_t child = spawn(
+      [](int s) {
+        cumem_allocation_handle_t* h = nullptr;
+        cumem_ipc_descriptor_t d;
+        uint32_t n = 0;
+        CHILD_CHECK(cumem_ipc_receive(s, &h, &d, 1, &n), 2);
+        cumem_resource_t *a = nullptr, *b = nullptr;
+        CHILD_CHECK(cumem_resource_from_allocation_handle(nullptr, h, &a), 3);
+        CHILD_CHECK(cumem_resource_from_allocation_handle(nullptr, h, &b), 3);
+        if (a != b) return 4;
+        cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
+        CHILD_CHECK(cumem_resource_get_properties(a, &p), 5);
+        if (p.is_imported != CUMEM_TRUE) return 6;
+        cumem_buffer_t* x = nullptr;
+        if (cumem_resource_allocate(a, 64, nullptr, &x) != CUMEM_ERROR_NOT_SUPPORTED) return 7;
+        if (std::string(cumem_last_error_message()).find("imported from another process") ==
+            std::string::npos)
+          return 8;
+        // Opening one descriptor twice: one mapping, two buffers.
+        cumem_buffer_t *b1 = nullptr, *b2 = nullptr;
+        CHILD_CHECK(cumem_buffer_from_ipc_descriptor(a, &d, nullptr, &b1), 9);
+        CHILD_CHECK(cumem_buffer_from_ipc_descriptor(b, &d, nullptr, &b2), 9);
+        void *p1 = nullptr, *p2 = nullptr;
+        cumem_buffer_ptr(b1, &p1);
+        cumem_buffer_ptr(b2, &p2);
+        if (p1 != p2) return 10;
+        cumem_buffer_release(b1);
+        CHILD_CHECK(cumem_buffer_fill(b2, 0x11, 1, nullptr), 11);  // still mapped
+        cumem_buffer_release(b2);
+        cumem_resource_release(a);
+        cumem_resource_release(b);
+        cumem_allocation_handle_release(h);
+        return 0;
+      },
+      socket);
+  CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, &descriptor, 1));
+  EXPECT_EQ(wait_exit_code(child), 0);
+  close(socket);
+  EXPECT_EQ(byte(0), 0x11);
+}
+
+TEST_F(HostShared, BadDescriptorsAreRefusedSayingWhy) {
+  int socket = -1;
+  cumem_resource_t* other = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_shared_resource_create(kCapacity, &other));
+  cumem_buffer_t* other_buffer = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(other, 64, nullptr, &other_buffer));
+  cumem_ipc_descriptor_t foreign;
+  CUMEM_ASSERT_OK(cumem_buffer_get_ipc_descriptor(other_buffer, &foreign));
+  cumem_ipc_descriptor_t bad[4] = {descriptor, descriptor, descriptor, foreign};
+  bad[0].bytes[70] ^= 0x01;                    // corrupted
+  put_u64(bad[1], 24, kCapacity - 16);         // offset: the range passes the file's end
+  reseal(bad[1]);
+  bad[2].bytes[8] = 2;                         // a format version from the future
+  reseal(bad[2]);
+  const pid_t child = spawn(
+      [](int s) {
+        cumem_allocation_handle_t* h = nullptr;
+        cumem_ipc_descriptor_t d[4];
+        uint32_t n = 0;
+        CHILD_CHECK(cumem_ipc_receive(s, &h, d, 4, &n), 2);
+        cumem_resource_t* imported = nullptr;
+        CHILD_CHECK(cumem_resource_from_allocation_handle(nullptr, h, &imported), 3);
+        const char* expected[4] = {"corrupted", "passes the end", "version 2",
+                                   "another pool"};
+        for (int i = 0; i < 4; ++i) {
+          cumem_buffer_t* b = nullptr;
+          const cumem_status_t st = cumem_buffer_from_ipc_descriptor(imported, &d[i], nullptr, &b);
+          if (st != CUMEM_ERROR_INVALID_ARGUMENT || b != nullptr ||
+              std::string(cumem_last_error_message()).find(expected[i]) == std::string::npos) {
+            std::fprintf(stderr, "child: descriptor %d: %s\n", i, cumem_last_error_message());
+            return 10 + i;
+          }
+        }
+        cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
+        CHILD_CHECK(cumem_resource_get_properties(imported, &p), 4);
+        cumem_resource_statistics_t st = CUMEM_RESOURCE_STATISTICS_INIT;
+        CHILD_CHECK(cumem_resource_get_statistics(imported, &st), 5);
+        if (st.live_allocations != 0) return 6;
+        cumem_resource_release(imported);
+        cumem_allocation_handle_release(h);
+        return 0;
+      },
+      socket);
+  CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, bad, 4));
+  EXPECT_EQ(wait_exit_code(child), 0);
+  close(socket);
+  cumem_buffer_release(other_buffer);
+  cumem_resource_release(other);
+}
+
+TEST_F(HostShared, NoFileDescriptorLeaksOverAThousandCycles) {
+  const int before = open_fd_count();
+  for (int i = 0; i < 1000; ++i) {
+    cumem_allocation_handle_t* h = nullptr;
+    CUMEM_ASSERT_OK(cumem_resource_get_allocation_handle(resource, &h));
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    CUMEM_ASSERT_OK(cumem_ipc_send(sv[0], h, &descriptor, 1));
+    cumem_allocation_handle_t* got = nullptr;
+    cumem_ipc_descriptor_t d;
+    uint32_t n = 0;
+    CUMEM_ASSERT_OK(cumem_ipc_receive(sv[1], &got, &d, 1, &n));
+    int32_t dup = -1;
+    CUMEM_ASSERT_OK(cumem_allocation_handle_dup_fd(got, &dup));
+    close(dup);
+    cumem_allocation_handle_release(got);
+    cumem_allocation_handle_release(h);
+    close(sv[0]);
+    close(sv[1]);
+  }
+  EXPECT_EQ(open_fd_count(), before);
+}
+
+TEST_F(HostShared, HandlesFromFdAndReceivingWithoutRoom) {
+  cumem_ipc_descriptor_t pool;
+  CUMEM_ASSERT_OK(cumem_allocation_handle_descriptor(handle, &pool));
+  cumem_allocation_handle_t* h = nullptr;
+  // A buffer descriptor is not a pool descriptor.
+  CUMEM_EXPECT_ERROR(cumem_allocation_handle_from_fd(&descriptor, 0, &h),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "not the descriptor of a pool");
+  CUMEM_EXPECT_ERROR(cumem_allocation_handle_from_fd(&pool, -1, &h), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "not open");
+  EXPECT_EQ(h, nullptr);
+  int32_t fd = -1;
+  CUMEM_ASSERT_OK(cumem_allocation_handle_dup_fd(handle, &fd));
+  CUMEM_ASSERT_OK(cumem_allocation_handle_from_fd(&pool, fd, &h));  // owns fd now
+  cumem_allocation_handle_release(h);
+  // A handle that arrives where none is expected is closed and refused.
+  const int before = open_fd_count();
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  CUMEM_ASSERT_OK(cumem_ipc_send(sv[0], handle, &descriptor, 1));
+  cumem_ipc_descriptor_t d;
+  uint32_t n = 99;
+  CUMEM_EXPECT_ERROR(cumem_ipc_receive(sv[1], nullptr, &d, 1, &n), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "out_handle is NULL");
+  EXPECT_EQ(n, 99u);
+  close(sv[0]);
+  close(sv[1]);
+  EXPECT_EQ(open_fd_count(), before);
+}
+
+TEST_F(HostShared, ResourcesThatCannotShareSaySo) {
+  cumem_resource_t* host = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
+  cumem_allocation_handle_t* h = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_resource_get_allocation_handle(host, &h), CUMEM_ERROR_NOT_SUPPORTED,
+                     "only IPC-enabled resources");
+  cumem_buffer_t* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(host, 64, nullptr, &b));
+  cumem_ipc_descriptor_t d;
+  CUMEM_EXPECT_ERROR(cumem_buffer_get_ipc_descriptor(b, &d), CUMEM_ERROR_NOT_SUPPORTED,
+                     "does not take part in IPC");
+  // The exporter does not open its own descriptors (closing would free).
+  cumem_buffer_t* self = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_buffer_from_ipc_descriptor(resource, &descriptor, nullptr, &self),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "this very resource");
+  cumem_buffer_release(b);
+  cumem_resource_release(host);
+  cumem_resource_t* zero = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_host_shared_resource_create(0, &zero), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "capacity");
+}
+
+}  // namespace
