@@ -48,8 +48,14 @@ IpcDescriptor PoolResource::get_ipc_descriptor(void* ptr, size_t size) const {
   if (!properties().ipc_enabled) return IpcShareable::get_ipc_descriptor(ptr, size);
   ScopedContext scope(*device_);
   CUmemPoolPtrExportData data{};
-  CUMEM_CU(cuMemPoolExportPointer, (&data, reinterpret_cast<CUdeviceptr>(ptr)),
-           "exporting a buffer of " + describe_bytes(size) + " from " + describe());
+  const CUresult r = CUMEM_CU_RESULT(cuMemPoolExportPointer, (&data, reinterpret_cast<CUdeviceptr>(ptr)));
+  // The driver exports only allocations whose stream has reached them.
+  if (r == CUDA_ERROR_INVALID_VALUE)
+    fail(Status::invalid_state,
+         "the buffer's allocation has not completed on the stream it was allocated on: "
+         "synchronize that stream (or wait for it) before sharing the buffer");
+  driver::check(r, "cuMemPoolExportPointer",
+                "exporting a buffer of " + describe_bytes(size) + " from " + describe());
   IpcDescriptor d;
   d.type = IpcType::pool_buffer;
   d.memory_kind = static_cast<uint32_t>(properties().memory_kind);
