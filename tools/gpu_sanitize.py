@@ -40,7 +40,8 @@ def main() -> int:
             os.makedirs(log_dir, exist_ok=True)
             with open(os.path.join(log_dir, t["name"] + ".log"), "w") as f:
                 f.write(out)
-        summary = re.findall(r"ERROR SUMMARY: (\d+) error", out)
+        summary = re.findall(r"(?:ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: (\d+) hazard)", out)
+        summary = ["".join(m) for m in summary]
         kinds = sorted(set(re.findall(r"========= (Program hit [A-Z_]+|Invalid __\w+__ \w+ of size \d+"
                                       r"|Leaked \d+ bytes|[A-Z][a-z]+ [a-z]+ error)", out)))
         gtest = re.findall(r"\[  (PASSED|FAILED)  \] (\d+) test", out)
