@@ -99,6 +99,21 @@ int receive_and_open(int socket, Opened& o, bool legacy) {
     CHILD_CHECK(cumem_resource_from_allocation_handle(o.device, o.handle, &o.resource), 4);
   }
   CHILD_CHECK(cumem_buffer_from_ipc_descriptor(o.resource, &o.descriptor, o.stream, &o.buffer), 5);
+  // Opening the same descriptor again is safe: the same mapping, counted.
+  cumem_buffer_t* again = nullptr;
+  CHILD_CHECK(cumem_buffer_from_ipc_descriptor(o.resource, &o.descriptor, o.stream, &again), 5);
+  void *p1 = nullptr, *p2 = nullptr;
+  cumem_buffer_ptr(o.buffer, &p1);
+  cumem_buffer_ptr(again, &p2);
+  cumem_buffer_release(again);
+  if (p1 != p2) return 11;
+  if (!legacy) {
+    // Importing the pool again gives the same resource.
+    cumem_resource_t* same = nullptr;
+    CHILD_CHECK(cumem_resource_from_allocation_handle(o.device, o.handle, &same), 12);
+    cumem_resource_release(same);
+    if (same != o.resource) return 13;
+  }
   return 0;
 }
 
@@ -192,16 +207,23 @@ int wrong_pool(int socket) {
   cumem_device_t* device = nullptr;
   CHILD_CHECK(cumem_device_get(0, &device), 2);
   cumem_allocation_handle_t* h = nullptr;
-  cumem_ipc_descriptor_t d;
+  cumem_ipc_descriptor_t d[2];
   uint32_t n = 0;
-  CHILD_CHECK(cumem_ipc_receive(socket, &h, &d, 1, &n), 3);
+  CHILD_CHECK(cumem_ipc_receive(socket, &h, d, 2, &n), 3);
+  if (n != 2) return 3;
   cumem_resource_t* a = nullptr;
   CHILD_CHECK(cumem_resource_from_allocation_handle(device, h, &a), 4);
   cumem_buffer_t* b = nullptr;
-  if (cumem_buffer_from_ipc_descriptor(a, &d, nullptr, &b) != CUMEM_ERROR_INVALID_ARGUMENT ||
+  if (cumem_buffer_from_ipc_descriptor(a, &d[0], nullptr, &b) != CUMEM_ERROR_INVALID_ARGUMENT ||
       std::string(cumem_last_error_message()).find("another pool") == std::string::npos) {
     std::fprintf(stderr, "wrong_pool: %s\n", cumem_last_error_message());
     return 5;
+  }
+  // The right pool, but a size beyond what the driver maps.
+  if (cumem_buffer_from_ipc_descriptor(a, &d[1], nullptr, &b) != CUMEM_ERROR_INVALID_ARGUMENT ||
+      std::string(cumem_last_error_message()).find("the driver mapped") == std::string::npos) {
+    std::fprintf(stderr, "oversize: %s\n", cumem_last_error_message());
+    return 7;
   }
   void* p = nullptr;
   if (cumem_resource_allocate_raw(a, 64, nullptr, &p) != CUMEM_ERROR_NOT_SUPPORTED) return 6;
@@ -452,8 +474,11 @@ TEST_F(IpcGpu, DescriptorOfAnotherPoolIsRefused) {
   cumem_ipc_descriptor_t foreign;
   CUMEM_ASSERT_OK(cumem_buffer_get_ipc_descriptor(other_buffer, &foreign));
   int socket = -1;
+  cumem_ipc_descriptor_t sent[2] = {foreign, descriptor};
+  put_u64(sent[1], 16, uint64_t{1} << 40);  // size: 1 TiB
+  reseal(sent[1]);
   const pid_t child = start_child("wrong_pool", socket);
-  CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, &foreign, 1));
+  CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, sent, 2));
   EXPECT_EQ(wait_exit_code(child), 0);
   close(socket);
   cumem_buffer_release(other_buffer);
