@@ -149,6 +149,10 @@ CUMEM_EXPORT cumem_status_t cumem_ipc_send(int32_t socket, const cumem_allocatio
   CUMEM_TRY
   const AllocationHandle* h = optional(handle, "handle");
   if (!descriptors && count > 0) null_argument("descriptors");
+  if (count + (h ? 1u : 0u) > kIpcMaxMessageDescriptors || count > kIpcMaxMessageDescriptors)
+    fail(Status::invalid_argument, "count " + std::to_string(count) + " is above the " +
+                                       std::to_string(kIpcMaxMessageDescriptors - (h ? 1 : 0)) +
+                                       " descriptors one message can carry");
   // The pool's descriptor travels first, with its file descriptor.
   std::vector<uint8_t> bytes;
   bytes.reserve((count + 1) * kIpcDescriptorSize);
@@ -169,7 +173,10 @@ CUMEM_EXPORT cumem_status_t cumem_ipc_receive(int32_t socket, cumem_allocation_h
   CUMEM_TRY
   if (!descriptors && capacity > 0) null_argument("descriptors");
   out(out_count, "out_count");
-  ReceivedMessage m = receive_message(socket, capacity + 1);
+  // Room for the pool's descriptor too; a message never carries more than
+  // kIpcMaxMessageDescriptors.
+  const uint32_t room = capacity < kIpcMaxMessageDescriptors ? capacity + 1 : kIpcMaxMessageDescriptors;
+  ReceivedMessage m = receive_message(socket, room);
   Ref<AllocationHandle> handle;
   size_t first = 0;
   if (m.fd >= 0) {

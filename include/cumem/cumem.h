@@ -1001,7 +1001,8 @@ CUMEM_API cumem_status_t cumem_buffer_from_ipc_descriptor(
 
 /** Sends one message over a connected Unix domain socket: the handle's file
  *  descriptor (SCM_RIGHTS) and pool descriptor when `handle` is not NULL,
- *  then `count` descriptors (at most 1024; NULL only with count 0).
+ *  then `count` descriptors (at most 1024 in all, the pool's counted;
+ *  NULL only with count 0).
  *  Blocks until all is sent. CUMEM_ERROR_INVALID_STATE: the peer closed the
  *  connection. */
 CUMEM_API cumem_status_t cumem_ipc_send(int32_t socket, const cumem_allocation_handle_t* handle,
