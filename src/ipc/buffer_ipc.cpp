@@ -25,9 +25,9 @@ IpcDescriptor Buffer::get_ipc_descriptor() const {
     fail(Status::not_supported,
          "wrapped and registered memory cannot be shared with other processes");
   if (info_.size == 0) fail(Status::invalid_argument, "an empty buffer cannot be shared");
-  const bool legacy = resource_->properties().kind == ResourceKind::legacy_device;
-  const bool host_shared = resource_->properties().kind == ResourceKind::host_shared;
-  if (info_.is_slice && !legacy && !host_shared)
+  // Pools export whole allocations; legacy and host shared memory export
+  // any range by its offset.
+  if (info_.is_slice && resource_->properties().is_pool)
     fail(Status::not_supported,
          "a slice of pool memory cannot be shared on its own; share the whole buffer");
   return shareable_of(*resource_, "sharing a buffer").get_ipc_descriptor(info_.ptr, info_.size);

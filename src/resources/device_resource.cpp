@@ -1,9 +1,8 @@
-// Device memory: the device's default cuMemPool or a new one; synchronous
-// cuMemAlloc on devices without memory pools.
+// Device memory: the device's default cuMemPool or a new one; on devices
+// without memory pools, cuMemAlloc (the legacy device resource).
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "pool_resource.hpp"
-#include "sync_resource.hpp"
 
 namespace cumem::core {
 namespace {
@@ -20,29 +19,6 @@ ResourceProperties device_properties(const Device& device, bool pool, bool ipc) 
   return p;
 }
 
-// For devices without memory pools: cuMemAlloc, and frees that wait first.
-class SyncDeviceResource final : public SyncResource {
- public:
-  SyncDeviceResource(Ref<Device> device, const ResourceProperties& properties)
-      : SyncResource(std::move(device), properties) {}
-  std::string describe() const override {
-    return "device memory (cuMemAlloc) of " + device_->describe();
-  }
-
- protected:
-  void* do_allocate(size_t size, const Stream*) override {
-    ScopedContext scope(*device_);
-    CUdeviceptr ptr = 0;
-    CUMEM_CU(cuMemAlloc, (&ptr, size), "allocating " + describe_bytes(size) + " with cuMemAlloc");
-    return reinterpret_cast<void*>(ptr);
-  }
-  void free_now(void* ptr, size_t size) override {
-    ScopedContext scope(*device_);
-    CUMEM_CU(cuMemFree, (reinterpret_cast<CUdeviceptr>(ptr)),
-             "freeing " + describe_bytes(size) + " with cuMemFree");
-  }
-};
-
 }  // namespace
 
 Ref<Resource> create_device_resource(Ref<Device> device, const PoolOptions& options) {
@@ -52,8 +28,8 @@ Ref<Resource> create_device_resource(Ref<Device> device, const PoolOptions& opti
     if (!options.use_default_pool)
       fail(Status::not_supported, device->describe() + " has no memory pools, so it cannot "
                                                       "create a pool; use the default resource");
-    const ResourceProperties props = device_properties(*device, false, false);
-    return Ref<Resource>::adopt(new SyncDeviceResource(std::move(device), props));
+    // cuMemAlloc with synchronous frees: the legacy device resource.
+    return create_legacy_device_resource(std::move(device), ResourceKind::device);
   }
   ScopedContext scope(*device);
   const std::string where = device->describe();

@@ -1,7 +1,8 @@
 // Device memory from cuMemAlloc, freed synchronously, whose buffers share
 // with other processes through legacy IPC (cuIpcGetMemHandle). The same
 // resource opens such descriptors from other processes (cuIpcOpenMemHandle),
-// one mapping per exporter allocation however often it is opened.
+// one mapping per exporter allocation however often it is opened. It is
+// also the device resource of devices without memory pools.
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -16,9 +17,9 @@
 namespace cumem::core {
 namespace {
 
-ResourceProperties legacy_device_properties(const Device& device) {
+ResourceProperties legacy_device_properties(const Device& device, ResourceKind kind) {
   ResourceProperties p;
-  p.kind = ResourceKind::legacy_device;
+  p.kind = kind;
   p.memory_kind = MemoryKind::device;
   p.device_accessible = true;
   p.device_id = device.ordinal();
@@ -28,8 +29,8 @@ ResourceProperties legacy_device_properties(const Device& device) {
 
 class LegacyDeviceResource final : public SyncResource, public IpcShareable {
  public:
-  explicit LegacyDeviceResource(Ref<Device> device)
-      : SyncResource(device, legacy_device_properties(*device)) {}
+  LegacyDeviceResource(Ref<Device> device, ResourceKind kind)
+      : SyncResource(device, legacy_device_properties(*device, kind)) {}
   std::string describe() const override {
     return "legacy device resource (cuMemAlloc) of " + device_->describe();
   }
@@ -146,8 +147,8 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable {
 
 }  // namespace
 
-Ref<Resource> create_legacy_device_resource(Ref<Device> device) {
-  return Ref<Resource>::adopt(new LegacyDeviceResource(std::move(device)));
+Ref<Resource> create_legacy_device_resource(Ref<Device> device, ResourceKind kind) {
+  return Ref<Resource>::adopt(new LegacyDeviceResource(std::move(device), kind));
 }
 
 }  // namespace cumem::core

@@ -92,7 +92,9 @@ Ref<Resource> create_host_resource(size_t alignment);
 Ref<Resource> create_device_resource(Ref<Device> device, const PoolOptions& options);
 Ref<Resource> create_pinned_resource(Ref<Device> device, const PoolOptions& options);
 Ref<Resource> create_legacy_pinned_resource(Ref<Device> device);
-Ref<Resource> create_legacy_device_resource(Ref<Device> device);
+// `kind` device: the device resource of a device without memory pools.
+Ref<Resource> create_legacy_device_resource(Ref<Device> device,
+                                            ResourceKind kind = ResourceKind::legacy_device);
 Ref<Resource> create_host_shared_resource(uint64_t capacity);
 Ref<Resource> create_managed_resource(Ref<Device> device, Location preferred, bool use_pool);
 // Adaptors (src/resources/<name>_resource.cpp).

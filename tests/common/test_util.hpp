@@ -27,3 +27,10 @@
               std::string::npos)                                                  \
         << "message: " << cumem_last_error_message();                             \
   } while (0)
+
+// A resource's statistics (a failure is a test failure).
+inline cumem_resource_statistics_t statistics_of(const cumem_resource_t* resource) {
+  cumem_resource_statistics_t s = CUMEM_RESOURCE_STATISTICS_INIT;
+  EXPECT_EQ(cumem_resource_get_statistics(resource, &s), CUMEM_SUCCESS) << cumem_last_error_message();
+  return s;
+}

@@ -3,12 +3,6 @@
 
 namespace {
 
-cumem_resource_statistics_t stats_of(cumem_resource_t* r) {
-  cumem_resource_statistics_t s = CUMEM_RESOURCE_STATISTICS_INIT;
-  EXPECT_EQ(cumem_resource_get_statistics(r, &s), CUMEM_SUCCESS);
-  return s;
-}
-
 TEST(Limit, RefusesPastTheLimitAndRecovers) {
   cumem_resource_t* host = nullptr;
   CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
@@ -20,18 +14,18 @@ TEST(Limit, RefusesPastTheLimitAndRecovers) {
   CUMEM_EXPECT_ERROR(cumem_resource_allocate(limit, 500, nullptr, &b), CUMEM_ERROR_OUT_OF_MEMORY,
                      "limit of 1000 bytes allows 400 bytes more");
   EXPECT_EQ(b, nullptr);
-  EXPECT_EQ(stats_of(limit).bytes_in_use, 600u);
-  EXPECT_EQ(stats_of(host).bytes_in_use, 600u);  // the upstream counts it too
+  EXPECT_EQ(statistics_of(limit).bytes_in_use, 600u);
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 600u);  // the upstream counts it too
   CUMEM_ASSERT_OK(cumem_resource_allocate(limit, 400, nullptr, &b));  // exactly at the limit
   CUMEM_ASSERT_OK(cumem_buffer_close(a, nullptr));
   cumem_buffer_t* c = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate(limit, 600, nullptr, &c));
-  EXPECT_EQ(stats_of(limit).bytes_in_use, 1000u);
+  EXPECT_EQ(statistics_of(limit).bytes_in_use, 1000u);
   cumem_buffer_release(a);
   cumem_buffer_release(b);
   cumem_buffer_release(c);
-  EXPECT_EQ(stats_of(limit).bytes_in_use, 0u);
-  EXPECT_EQ(stats_of(host).bytes_in_use, 0u);
+  EXPECT_EQ(statistics_of(limit).bytes_in_use, 0u);
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 0u);
   cumem_resource_release(limit);
   cumem_resource_release(host);
 }

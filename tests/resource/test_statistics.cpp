@@ -10,12 +10,6 @@
 
 namespace {
 
-cumem_resource_statistics_t stats_of(cumem_resource_t* r) {
-  cumem_resource_statistics_t s = CUMEM_RESOURCE_STATISTICS_INIT;
-  EXPECT_EQ(cumem_resource_get_statistics(r, &s), CUMEM_SUCCESS);
-  return s;
-}
-
 TEST(Statistics, FreeWithASizeAboveBytesInUseIsRefused) {
   cumem_resource_t* r = nullptr;
   CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &r));
@@ -23,11 +17,11 @@ TEST(Statistics, FreeWithASizeAboveBytesInUseIsRefused) {
   CUMEM_ASSERT_OK(cumem_resource_allocate_raw(r, 100, nullptr, &p));
   CUMEM_EXPECT_ERROR(cumem_resource_deallocate_raw(r, p, 200, nullptr),
                      CUMEM_ERROR_INVALID_ARGUMENT, "not the allocation's");
-  cumem_resource_statistics_t s = stats_of(r);
+  cumem_resource_statistics_t s = statistics_of(r);
   EXPECT_EQ(s.bytes_in_use, 100u);
   EXPECT_EQ(s.live_allocations, 1u);
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(r, p, 100, nullptr));
-  s = stats_of(r);
+  s = statistics_of(r);
   EXPECT_EQ(s.bytes_in_use, 0u);
   EXPECT_EQ(s.live_allocations, 0u);
   cumem_resource_release(r);
@@ -53,7 +47,7 @@ TEST(Statistics, PeakIsNeverBelowInUseWhileResetRaces) {
   });
   std::thread reader([&] {
     while (!stop.load(std::memory_order_relaxed)) {
-      const cumem_resource_statistics_t s = stats_of(r);
+      const cumem_resource_statistics_t s = statistics_of(r);
       if (s.peak_bytes_in_use < s.bytes_in_use) bad.fetch_add(1);
       reads.fetch_add(1);
     }
@@ -65,7 +59,7 @@ TEST(Statistics, PeakIsNeverBelowInUseWhileResetRaces) {
   reader.join();
   EXPECT_GT(reads.load(), 0);
   EXPECT_EQ(bad.load(), 0) << "snapshots with peak below in-use, of " << reads.load();
-  const cumem_resource_statistics_t s = stats_of(r);
+  const cumem_resource_statistics_t s = statistics_of(r);
   EXPECT_EQ(s.bytes_in_use, 0u);
   EXPECT_EQ(s.live_allocations, 0u);
   cumem_resource_release(r);
