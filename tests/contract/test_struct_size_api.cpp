@@ -136,7 +136,9 @@ TEST_F(StructSizeApi, PropertiesSizeInsideAFieldIsRejectedWritingNothing) {
   EXPECT_TRUE(message_has("struct_size 6")) << cumem_last_error_message();
   EXPECT_TRUE(message_has("'kind'")) << cumem_last_error_message();
   EXPECT_EQ(p.struct_size, 6u);
-  EXPECT_EQ(static_cast<uint32_t>(p.kind), 0xEEEEEEEEu);
+  uint32_t kind = 0;  // read as bytes: 0xEEEEEEEE is no cumem_resource_kind_t value
+  std::memcpy(&kind, &p.kind, sizeof kind);
+  EXPECT_EQ(kind, 0xEEEEEEEEu);
 }
 
 TEST_F(StructSizeApi, NewerLargerPropertiesGetTheLibrarySizeBack) {
