@@ -1,9 +1,10 @@
 // libcumem C++ facade: inline, header-only, over <cumem/cumem.h> alone.
 //
 // Every handle type of the C API has a move-only owner one pointer wide
-// (Device, Stream, Event, Resource, Buffer, Program, Library, Kernel): get(),
-// release(), explicit operator bool, share() for an explicit extra reference,
-// adopt(raw) to take ownership of a raw handle and retain(raw) to add one.
+// (Device, Stream, Event, Resource, Buffer, AllocationHandle, Program,
+// Library, Kernel): get(), release(), explicit operator bool, share() for an
+// explicit extra reference, adopt(raw) to take ownership of a raw handle and
+// retain(raw) to add one.
 // Failing C calls throw cumem::Error (a std::system_error) carrying the status
 // and the library's message.
 //
@@ -136,6 +137,11 @@ inline cumem_location_t host_numa_current() noexcept {
   return {CUMEM_LOCATION_HOST_NUMA_CURRENT, 0};
 }
 }  // namespace location
+
+// IPC descriptors (of a pool or a buffer) and interprocess event handles:
+// plain bytes, safe to copy and to send over any channel.
+using IpcDescriptor = cumem_ipc_descriptor_t;
+using IpcEventHandle = cumem_ipc_event_handle_t;
 
 // ---------------------------------------------------------------------------
 // The owner template
@@ -342,6 +348,18 @@ class Event : public detail::Handle<Event, cumem_event_t, cumem_event_retain,
     o.enable_timing = CUMEM_TRUE;
     return create_impl(device, &o);
   }
+  // An event other processes can open (options.interprocess; no timing).
+  static Event create_interprocess(const Device& device) {
+    cumem_event_options_t o = event_options();
+    o.interprocess = CUMEM_TRUE;
+    return create_impl(device, &o);
+  }
+  // Opens another process's interprocess event on `device`.
+  static Event from_ipc_handle(const Device& device, const IpcEventHandle& handle) {
+    cumem_event_t* e = nullptr;
+    check(cumem_event_from_ipc_handle(device.get(), &handle, &e));
+    return Event(e);
+  }
 
   void record(StreamRef stream = {}) const { check(cumem_event_record(get(), stream.get())); }
   void synchronize() const { check(cumem_event_synchronize(get())); }
@@ -358,6 +376,11 @@ class Event : public detail::Handle<Event, cumem_event_t, cumem_event_retain,
   void* native() const {
     return detail::out<void*>(cumem_event_native, get());
   }
+  // The handle to send to another process; throws CUMEM_ERROR_INVALID_STATE
+  // unless the event was created interprocess.
+  IpcEventHandle get_ipc_handle() const {
+    return detail::out<IpcEventHandle>(cumem_event_get_ipc_handle, get());
+  }
 
  private:
   static Event create_impl(const Device& device, const cumem_event_options_t* options) {
@@ -370,6 +393,47 @@ class Event : public detail::Handle<Event, cumem_event_t, cumem_event_retain,
 inline void Stream::wait(const Event& event) const {
   check(cumem_stream_wait_event(get(), event.get()));
 }
+
+// ---------------------------------------------------------------------------
+// Allocation handles (IPC)
+// ---------------------------------------------------------------------------
+
+// An exported pool: a file descriptor (owned by the handle) and the pool's
+// descriptor. Made by Resource::get_allocation_handle(), received by
+// ipc_receive(), or rebuilt with from_fd() / from_pid().
+class AllocationHandle
+    : public detail::Handle<AllocationHandle, cumem_allocation_handle_t,
+                            cumem_allocation_handle_retain, cumem_allocation_handle_release> {
+ public:
+  using Handle::Handle;
+
+  // Rebuilds a handle from a pool descriptor and a file descriptor received
+  // with it. On success the handle owns `fd`; when this throws, the caller
+  // still does.
+  static AllocationHandle from_fd(const IpcDescriptor& pool_descriptor, int32_t fd) {
+    cumem_allocation_handle_t* h = nullptr;
+    check(cumem_allocation_handle_from_fd(&pool_descriptor, fd, &h));
+    return AllocationHandle(h);
+  }
+  // Rebuilds a handle from a pool descriptor and the number `remote_fd` of
+  // the file descriptor in process `pid` (pidfd_getfd: Linux 5.6+, needs
+  // permission to ptrace `pid`).
+  static AllocationHandle from_pid(const IpcDescriptor& pool_descriptor, int32_t pid,
+                                   int32_t remote_fd) {
+    cumem_allocation_handle_t* h = nullptr;
+    check(cumem_allocation_handle_from_pid(&pool_descriptor, pid, remote_fd, &h));
+    return AllocationHandle(h);
+  }
+
+  // The file descriptor, borrowed: valid while this handle lives; do not close it.
+  int32_t fd() const { return detail::out<int32_t>(cumem_allocation_handle_fd, get()); }
+  // A duplicate of the file descriptor (close-on-exec), which the caller closes.
+  int32_t dup_fd() const { return detail::out<int32_t>(cumem_allocation_handle_dup_fd, get()); }
+  // The pool's descriptor, to send along with the file descriptor.
+  IpcDescriptor descriptor() const {
+    return detail::out<IpcDescriptor>(cumem_allocation_handle_descriptor, get());
+  }
+};
 
 // ---------------------------------------------------------------------------
 // Memory resources
@@ -397,13 +461,13 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
   static Resource pinned(const Device& device, const cumem_pool_options_t& options) {
     return make(cumem_pinned_resource_create, device, &options);
   }
-  // Pinned host memory from cuMemHostAlloc (synchronous).
   // The limit adaptor: at most limit_bytes in use at once through it.
   static Resource limit(const Resource& upstream, uint64_t limit_bytes) {
     cumem_resource_t* r = nullptr;
     check(cumem_limit_resource_create(upstream.get(), limit_bytes, &r));
     return Resource(r);
   }
+  // Pinned host memory from cuMemHostAlloc (synchronous).
   static Resource legacy_pinned(const Device& device) {
     cumem_resource_t* r = nullptr;
     check(cumem_legacy_pinned_resource_create(device.get(), &r));
@@ -415,6 +479,31 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
   }
   static Resource managed(const Device& device, const cumem_managed_resource_options_t& options) {
     return make(cumem_managed_resource_create, device, &options);
+  }
+  // Device memory from cuMemAlloc (synchronous); its buffers share with
+  // other processes by descriptor alone (legacy IPC).
+  static Resource legacy_device(const Device& device) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_legacy_device_resource_create(device.get(), &r));
+    return Resource(r);
+  }
+  // Host memory other processes can map: one shared memory file of
+  // `capacity` bytes, from which buffers are carved. Needs no driver.
+  static Resource host_shared(uint64_t capacity) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_host_shared_resource_create(capacity, &r));
+    return Resource(r);
+  }
+  // Imports the pool behind `handle` on `device` (for device memory the
+  // pool's device; for pinned memory the device whose context maps it). The
+  // result opens buffer descriptors but cannot allocate. Importing one pool
+  // twice in a process gives the same resource.
+  static Resource from_allocation_handle(const Device& device, const AllocationHandle& handle) {
+    return import_impl(device.get(), handle);
+  }
+  // Imports a host shared resource, which needs no device.
+  static Resource from_allocation_handle(const AllocationHandle& handle) {
+    return import_impl(nullptr, handle);
   }
 
   // `size` bytes ordered on `stream` (size 0: an empty buffer).
@@ -470,7 +559,19 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     return detail::out<void*>(cumem_resource_pool_native, get());
   }
 
+  // Exports an IPC-enabled resource (properties().ipc_enabled) to send to
+  // other processes; throws CUMEM_ERROR_NOT_SUPPORTED for other resources.
+  AllocationHandle get_allocation_handle() const {
+    return AllocationHandle(
+        detail::out<cumem_allocation_handle_t*>(cumem_resource_get_allocation_handle, get()));
+  }
+
  private:
+  static Resource import_impl(const cumem_device_t* device, const AllocationHandle& handle) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_resource_from_allocation_handle(device, handle.get(), &r));
+    return Resource(r);
+  }
   static Resource host_impl(const cumem_host_resource_options_t* options) {
     cumem_resource_t* r = nullptr;
     check(cumem_host_resource_create(options, &r));
@@ -562,6 +663,16 @@ class Buffer : public detail::Handle<Buffer, cumem_buffer_t, cumem_buffer_retain
     check(cumem_buffer_register_host(device.get(), ptr, size, &b));
     return Buffer(b);
   }
+  // Opens another process's buffer descriptor with the resource imported
+  // from its pool (or a legacy device resource, for legacy descriptors); the
+  // mapping is ordered on `stream`. Closing unmaps it here and never frees
+  // the exporter's memory.
+  static Buffer from_ipc_descriptor(const Resource& resource, const IpcDescriptor& descriptor,
+                                    StreamRef stream = {}) {
+    cumem_buffer_t* b = nullptr;
+    check(cumem_buffer_from_ipc_descriptor(resource.get(), &descriptor, stream.get(), &b));
+    return Buffer(b);
+  }
 
   // The start of the memory (nullptr for size 0).
   void* ptr() const { return detail::out<void*>(cumem_buffer_ptr, get()); }
@@ -630,12 +741,63 @@ class Buffer : public detail::Handle<Buffer, cumem_buffer_t, cumem_buffer_retain
     check(cumem_buffer_advise(get(), advice, where));
   }
   void discard(StreamRef stream = {}) const { check(cumem_buffer_discard(get(), stream.get())); }
+
+  // The descriptor another process opens with Buffer::from_ipc_descriptor.
+  IpcDescriptor get_ipc_descriptor() const {
+    return detail::out<IpcDescriptor>(cumem_buffer_get_ipc_descriptor, get());
+  }
 };
 
 inline Buffer Resource::allocate(size_t size, StreamRef stream) const {
   cumem_buffer_t* b = nullptr;
   check(cumem_resource_allocate(get(), size, stream.get(), &b));
   return Buffer(b);
+}
+
+// ---------------------------------------------------------------------------
+// IPC messages over a connected Unix domain socket
+// ---------------------------------------------------------------------------
+
+// Sends one message: the handle's file descriptor and pool descriptor (none
+// when `handle` is empty), then `descriptors` (at most 1024). Blocks until
+// all is sent; throws CUMEM_ERROR_INVALID_STATE when the peer has closed.
+inline void ipc_send(int32_t socket, const AllocationHandle& handle,
+                     const std::vector<IpcDescriptor>& descriptors) {
+  // A count past uint32_t (impossible in practice) is refused by the C call.
+  const uint32_t count = descriptors.size() > UINT32_MAX
+                             ? UINT32_MAX
+                             : static_cast<uint32_t>(descriptors.size());
+  check(cumem_ipc_send(socket, handle.get(), descriptors.empty() ? nullptr : descriptors.data(),
+                       count));
+}
+// Sends descriptors alone (buffers of a pool the peer imported already, or
+// legacy descriptors).
+inline void ipc_send(int32_t socket, const std::vector<IpcDescriptor>& descriptors) {
+  ipc_send(socket, AllocationHandle(), descriptors);
+}
+
+// One message received by ipc_receive.
+struct IpcMessage {
+  AllocationHandle handle;  // empty when the sender sent none
+  std::vector<IpcDescriptor> descriptors;
+};
+
+// Receives one message sent by ipc_send, of at most `capacity` descriptors
+// (room for that many is allocated first; a message holds at most 1024).
+// Throws CUMEM_ERROR_INVALID_ARGUMENT for a malformed message or one of more
+// than `capacity` descriptors (a stream socket may then be left inside that
+// message: close the connection), and CUMEM_ERROR_INVALID_STATE when the
+// peer has closed.
+inline IpcMessage ipc_receive(int32_t socket, uint32_t capacity) {
+  IpcMessage m;
+  m.descriptors.resize(capacity);
+  cumem_allocation_handle_t* h = nullptr;
+  uint32_t count = 0;
+  check(cumem_ipc_receive(socket, &h, m.descriptors.empty() ? nullptr : m.descriptors.data(),
+                          capacity, &count));
+  m.handle = AllocationHandle(h);
+  m.descriptors.resize(count);
+  return m;
 }
 
 // ---------------------------------------------------------------------------
@@ -840,6 +1002,7 @@ void launch(const Kernel& kernel, StreamRef stream, const LaunchConfig& config,
 }
 
 static_assert(sizeof(Buffer) == sizeof(void*), "owners are one pointer wide");
+static_assert(sizeof(AllocationHandle) == sizeof(void*), "owners are one pointer wide");
 static_assert(sizeof(StreamRef) == sizeof(void*), "views are one pointer wide");
 
 }  // namespace cumem

@@ -1,5 +1,6 @@
 // The C++ facade on a real GPU: devices, streams, events, every GPU resource
-// kind, byte-exact copies between them, RAII closing, compile and launch.
+// kind, byte-exact copies between them, RAII closing, compile and launch,
+// IPC export and interprocess events within one process.
 #include <cumem/cumem.hpp>
 
 #include <cstdio>
@@ -220,6 +221,40 @@ TEST_F(FacadeGpu, NewDevicePoolWithOptions) {
   EXPECT_EQ(pool.statistics().bytes_in_use, 0u);
   pool.pool_trim(0);
   EXPECT_EQ(status_of([&] { pool.allocate(128u << 20, s); }), CUMEM_ERROR_OUT_OF_MEMORY);
+}
+
+// The IPC calls of one process (sharing across processes is the
+// ipc_producer_consumer examples' job): export, descriptors, event handles.
+TEST_F(FacadeGpu, IpcExportAndInterprocessEvents) {
+  if (!props.memory_pools_supported) GTEST_SKIP() << "the device has no memory pools";
+  if (!(props.ipc_handle_types & CUMEM_IPC_HANDLE_POSIX_FD))
+    GTEST_SKIP() << "the device cannot export pools as POSIX file descriptors";
+  const cumem::Stream s = cumem::Stream::create(device);
+  cumem_pool_options_t o = cumem::pool_options();
+  o.use_default_pool = CUMEM_FALSE;
+  o.ipc_enabled = CUMEM_TRUE;
+  const cumem::Resource pool = cumem::Resource::device(device, o);
+  EXPECT_TRUE(pool.properties().ipc_enabled);
+  EXPECT_FALSE(pool.properties().is_imported);
+  const cumem::AllocationHandle handle = pool.get_allocation_handle();
+  EXPECT_GE(handle.fd(), 0);
+  const cumem::Buffer b = pool.allocate(1 << 20, s);
+  (void)b.get_ipc_descriptor();
+  EXPECT_EQ(status_of([&] { b.slice(0, 4096).get_ipc_descriptor(); }), CUMEM_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(status_of([&] { cumem::Resource::device(device).get_allocation_handle(); }),
+            CUMEM_ERROR_NOT_SUPPORTED);
+
+  const cumem::Resource legacy = cumem::Resource::legacy_device(device);
+  EXPECT_EQ(legacy.kind(), CUMEM_RESOURCE_LEGACY_DEVICE);
+  const cumem::Buffer l = legacy.allocate(1 << 20, s);
+  (void)l.get_ipc_descriptor();
+
+  const cumem::Event shared_event = cumem::Event::create_interprocess(device);
+  (void)shared_event.get_ipc_handle();
+  shared_event.record(s);
+  s.synchronize();
+  EXPECT_EQ(status_of([&] { cumem::Event::create(device).get_ipc_handle(); }),
+            CUMEM_ERROR_INVALID_STATE);
 }
 
 TEST_F(FacadeGpu, CopiesBetweenEveryKindAreByteExact) {
