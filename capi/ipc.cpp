@@ -173,10 +173,9 @@ CUMEM_EXPORT cumem_status_t cumem_ipc_receive(int32_t socket, cumem_allocation_h
   CUMEM_TRY
   if (!descriptors && capacity > 0) null_argument("descriptors");
   out(out_count, "out_count");
-  // Room for the pool's descriptor too; a message never carries more than
-  // kIpcMaxMessageDescriptors.
-  const uint32_t room = capacity < kIpcMaxMessageDescriptors ? capacity + 1 : kIpcMaxMessageDescriptors;
-  ReceivedMessage m = receive_message(socket, room);
+  // Read any message whole (so that a refused one leaves the connection in
+  // step); the count is checked against capacity below.
+  ReceivedMessage m = receive_message(socket, kIpcMaxMessageDescriptors);
   Ref<AllocationHandle> handle;
   size_t first = 0;
   if (m.fd >= 0) {
@@ -202,7 +201,8 @@ CUMEM_EXPORT cumem_status_t cumem_ipc_receive(int32_t socket, cumem_allocation_h
   const size_t count = m.descriptors.size() - first;
   if (count > capacity)
     fail(Status::invalid_argument, "the message carries " + std::to_string(count) +
-                                       " descriptors, more than capacity " + std::to_string(capacity));
+                                       " descriptors, more than capacity " + std::to_string(capacity) +
+                                       " (the message was dropped; the next one can be received)");
   for (size_t i = 0; i < count; ++i)
     std::memcpy(descriptors[i].bytes, m.descriptors[first + i].data(), kIpcDescriptorSize);
   if (out_handle) *out_handle = to_handle<cumem_allocation_handle_t>(std::move(handle));

@@ -1014,8 +1014,9 @@ CUMEM_API cumem_status_t cumem_ipc_send(int32_t socket, const cumem_allocation_h
  *  refused), and up to `capacity` descriptors into `descriptors`
  *  (*out_count of them). Every file descriptor received and not handed out
  *  is closed. CUMEM_ERROR_INVALID_STATE: the peer closed the connection;
- *  CUMEM_ERROR_INVALID_ARGUMENT: a malformed message or more descriptors
- *  than `capacity`. */
+ *  CUMEM_ERROR_INVALID_ARGUMENT: a malformed message, or more descriptors
+ *  than `capacity` (that message is read whole and dropped, its file
+ *  descriptor closed, so the next message can still be received). */
 CUMEM_API cumem_status_t cumem_ipc_receive(int32_t socket, cumem_allocation_handle_t** out_handle,
                                            cumem_ipc_descriptor_t* descriptors,
                                            uint32_t capacity, uint32_t* out_count);

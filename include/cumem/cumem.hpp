@@ -785,8 +785,8 @@ struct IpcMessage {
 // Receives one message sent by ipc_send, of at most `capacity` descriptors
 // (room for that many is allocated first; a message holds at most 1024).
 // Throws CUMEM_ERROR_INVALID_ARGUMENT for a malformed message or one of more
-// than `capacity` descriptors (a stream socket may then be left inside that
-// message: close the connection), and CUMEM_ERROR_INVALID_STATE when the
+// than `capacity` descriptors (that message is read whole and dropped, so
+// the connection stays in step), and CUMEM_ERROR_INVALID_STATE when the
 // peer has closed.
 inline IpcMessage ipc_receive(int32_t socket, uint32_t capacity) {
   IpcMessage m;

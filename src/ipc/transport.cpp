@@ -279,7 +279,7 @@ ReceivedMessage receive_message(int socket, uint32_t max_count) {
     if (n < kIpcMessageHeaderSize)
       fail(Status::invalid_argument, std::string(doing) + ": a record of " + std::to_string(n) +
                                          " bytes is shorter than the 16-byte message header");
-    count = parse_header(message.data(), max_count, has_fd);
+    count = parse_header(message.data(), kIpcMaxMessageDescriptors, has_fd);
     const size_t expected = kIpcMessageHeaderSize + size_t{count} * kIpcDescriptorSize;
     if (n != expected)
       fail(Status::invalid_argument, std::string(doing) + ": the header announces " +
@@ -291,11 +291,18 @@ ReceivedMessage receive_message(int socket, uint32_t max_count) {
     // message stays unread.
     message.resize(kIpcMessageHeaderSize);
     receive_exactly(socket, message.data(), 0, kIpcMessageHeaderSize, kIpcMessageHeaderSize, fds);
-    count = parse_header(message.data(), max_count, has_fd);
+    count = parse_header(message.data(), kIpcMaxMessageDescriptors, has_fd);
     const size_t total = kIpcMessageHeaderSize + size_t{count} * kIpcDescriptorSize;
     message.resize(total);
     receive_exactly(socket, message.data(), kIpcMessageHeaderSize, total, total, fds);
   }
+  // Checked once the whole message is read, so that a refused message does
+  // not leave the rest of it to be read as the next one.
+  if (count > max_count)
+    fail(Status::invalid_argument, std::string(doing) + ": the message holds " +
+                                       std::to_string(count) + " descriptors, more than the " +
+                                       std::to_string(max_count) + " expected (it was read whole "
+                                       "and dropped)");
 
   if (has_fd && fds.count() == 0)
     fail(Status::invalid_argument,

@@ -260,6 +260,19 @@ TEST_F(HostShared, HandlesFromFdAndReceivingWithoutRoom) {
   CUMEM_EXPECT_ERROR(cumem_ipc_receive(sv[1], nullptr, &d, 1, &n), CUMEM_ERROR_INVALID_ARGUMENT,
                      "out_handle is NULL");
   EXPECT_EQ(n, 99u);
+  // A message too large for the room given is dropped whole: the next one
+  // is received intact, and its file descriptor was closed.
+  const cumem_ipc_descriptor_t two[2] = {descriptor, descriptor};
+  CUMEM_ASSERT_OK(cumem_ipc_send(sv[0], handle, two, 2));
+  cumem_allocation_handle_t* got = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_ipc_receive(sv[1], &got, &d, 1, &n), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "more than capacity 1");
+  EXPECT_EQ(got, nullptr);
+  CUMEM_ASSERT_OK(cumem_ipc_send(sv[0], handle, &descriptor, 1));
+  CUMEM_ASSERT_OK(cumem_ipc_receive(sv[1], &got, &d, 1, &n));
+  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(std::memcmp(&d, &descriptor, sizeof d), 0);
+  cumem_allocation_handle_release(got);
   close(sv[0]);
   close(sv[1]);
   EXPECT_EQ(open_fd_count(), before);
