@@ -978,9 +978,8 @@ CUMEM_API cumem_status_t cumem_resource_from_allocation_handle(
  *  descriptor (which gives the same descriptor again, so a third process
  *  can open it). CUMEM_ERROR_NOT_SUPPORTED: the buffer's resource cannot
  *  share (the message says why), or it is a slice of pool memory (share
- *  the whole buffer). CUMEM_ERROR_INVALID_STATE: a pool buffer whose
- *  allocation its stream has not reached yet (synchronize that stream
- *  first). */
+ *  the whole buffer). The pool need not be exported first: libcumem
+ *  exports it once itself if needed. */
 CUMEM_API cumem_status_t cumem_buffer_get_ipc_descriptor(const cumem_buffer_t* buffer,
                                                          cumem_ipc_descriptor_t* out_descriptor);
 /** Opens a buffer descriptor of another process. `resource` is the

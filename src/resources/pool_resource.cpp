@@ -30,6 +30,7 @@ Ref<AllocationHandle> PoolResource::get_allocation_handle() const {
            (&fd, pool_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
            "exporting " + describe() + " as a file descriptor");
   fcntl(fd, F_SETFD, FD_CLOEXEC);
+  exported_.store(true, std::memory_order_release);
   IpcDescriptor d;
   d.type = IpcType::pool;
   d.memory_kind = static_cast<uint32_t>(properties().memory_kind);
@@ -47,15 +48,13 @@ Ref<AllocationHandle> PoolResource::get_allocation_handle() const {
 IpcDescriptor PoolResource::get_ipc_descriptor(void* ptr, size_t size) const {
   if (!properties().ipc_enabled) return IpcShareable::get_ipc_descriptor(ptr, size);
   ScopedContext scope(*device_);
+  // The driver exports pointers only of a pool that was itself exported
+  // (seen on CUDA 13.0): export it once first, whatever order the caller
+  // uses.
+  if (!exported_.load(std::memory_order_acquire)) get_allocation_handle();
   CUmemPoolPtrExportData data{};
-  const CUresult r = CUMEM_CU_RESULT(cuMemPoolExportPointer, (&data, reinterpret_cast<CUdeviceptr>(ptr)));
-  // The driver exports only allocations whose stream has reached them.
-  if (r == CUDA_ERROR_INVALID_VALUE)
-    fail(Status::invalid_state,
-         "the buffer's allocation has not completed on the stream it was allocated on: "
-         "synchronize that stream (or wait for it) before sharing the buffer");
-  driver::check(r, "cuMemPoolExportPointer",
-                "exporting a buffer of " + describe_bytes(size) + " from " + describe());
+  CUMEM_CU(cuMemPoolExportPointer, (&data, reinterpret_cast<CUdeviceptr>(ptr)),
+           "exporting a buffer of " + describe_bytes(size) + " from " + describe());
   IpcDescriptor d;
   d.type = IpcType::pool_buffer;
   d.memory_kind = static_cast<uint32_t>(properties().memory_kind);

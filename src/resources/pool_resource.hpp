@@ -4,6 +4,7 @@
 // create_pool() and check_pool_options() are the shared builder.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "../ipc/shareable.hpp"
@@ -62,6 +63,7 @@ class PoolResource : public Resource, public IpcShareable {
   std::string name_;
   std::unique_ptr<ByteBudget> budget_;
   std::array<uint8_t, 16> pool_id_{};
+  mutable std::atomic<bool> exported_{false};  // cuMemPoolExportToShareableHandle done
 };
 
 // What a new pool is: where its memory lives, whether it can be shared with

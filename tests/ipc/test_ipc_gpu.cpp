@@ -470,7 +470,8 @@ TEST_F(IpcGpu, DescriptorOfAnotherPoolIsRefused) {
   CUMEM_ASSERT_OK(cumem_device_resource_create(device, &po, &other));
   cumem_buffer_t* other_buffer = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate(other, 4096, stream, &other_buffer));
-  CUMEM_ASSERT_OK(cumem_stream_synchronize(stream));  // sharing needs a completed allocation
+  CUMEM_ASSERT_OK(cumem_stream_synchronize(stream));
+  // A buffer of a pool that was never exported can be shared too.
   cumem_ipc_descriptor_t foreign;
   CUMEM_ASSERT_OK(cumem_buffer_get_ipc_descriptor(other_buffer, &foreign));
   int socket = -1;
