@@ -2,6 +2,7 @@
 #include "capi.hpp"
 
 #include "../src/buffer.hpp"
+#include "../src/resources/caching_resource.hpp"
 #include "../src/resources/pool_resource.hpp"
 #include "../src/resources/resource.hpp"
 
@@ -120,6 +121,48 @@ CUMEM_EXPORT cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstre
   Ref<Resource> u = ref(upstream, "upstream");
   out(out_resource, "out_resource");
   *out_resource = to_handle<cumem_resource_t>(create_limit_resource(std::move(u), limit_bytes));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_caching_resource_create(cumem_resource_t* upstream,
+                                                          cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  Ref<Resource> u = ref(upstream, "upstream");
+  out(out_resource, "out_resource");
+  *out_resource = to_handle<cumem_resource_t>(create_caching_resource(std::move(u)));
+  CUMEM_CATCH
+}
+
+namespace {
+Caching& caching_of(const cumem_resource_t* resource) {
+  const Resource& r = object(resource, "resource");
+  auto* c = dynamic_cast<Caching*>(const_cast<Resource*>(&r));
+  if (!c) fail(Status::not_supported, r.describe() + " is not a caching adaptor");
+  return *c;
+}
+}  // namespace
+
+CUMEM_EXPORT cumem_status_t cumem_caching_resource_get_statistics(
+    const cumem_resource_t* resource, cumem_caching_statistics_t* stats) {
+  CUMEM_TRY
+  object(resource, "resource");
+  check_out_struct(stats, "stats");
+  const CachingStatistics c = caching_of(resource).caching_statistics();
+  cumem_caching_statistics_t v = CUMEM_CACHING_STATISTICS_INIT;
+  v.bytes_cached = c.bytes_cached;
+  v.bytes_reserved = c.bytes_reserved;
+  v.peak_bytes_reserved = c.peak_bytes_reserved;
+  v.hits = c.hits;
+  v.misses = c.misses;
+  v.stream_reuses = c.stream_reuses;
+  v.oom_retries = c.oom_retries;
+  write_out_struct(stats, v);
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_caching_resource_release_cached(cumem_resource_t* resource) {
+  CUMEM_TRY
+  caching_of(resource).release_cached();
   CUMEM_CATCH
 }
 

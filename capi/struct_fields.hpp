@@ -140,6 +140,11 @@ CUMEM_STRUCT_FIELDS(cumem_resource_properties_t, 0,
   CUMEM_FIELD(host_accessible), CUMEM_FIELD(device_id), CUMEM_FIELD(is_stream_ordered),
   CUMEM_FIELD(is_pool), CUMEM_FIELD(ipc_enabled), CUMEM_FIELD(is_imported))
 
+CUMEM_STRUCT_FIELDS(cumem_caching_statistics_t, 0,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(bytes_cached),
+  CUMEM_FIELD(bytes_reserved), CUMEM_FIELD(peak_bytes_reserved), CUMEM_FIELD(hits),
+  CUMEM_FIELD(misses), CUMEM_FIELD(stream_reuses), CUMEM_FIELD(oom_retries))
+
 CUMEM_STRUCT_FIELDS(cumem_resource_statistics_t, 0,
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(bytes_in_use),
   CUMEM_FIELD(peak_bytes_in_use), CUMEM_FIELD(live_allocations),

@@ -117,6 +117,8 @@ inline cumem_resource_properties_t init() noexcept { return CUMEM_RESOURCE_PROPE
 template <>
 inline cumem_resource_statistics_t init() noexcept { return CUMEM_RESOURCE_STATISTICS_INIT; }
 template <>
+inline cumem_caching_statistics_t init() noexcept { return CUMEM_CACHING_STATISTICS_INIT; }
+template <>
 inline cumem_pool_attributes_t init() noexcept { return CUMEM_POOL_ATTRIBUTES_INIT; }
 template <>
 inline cumem_buffer_info_t init() noexcept { return CUMEM_BUFFER_INFO_INIT; }
@@ -467,6 +469,13 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     check(cumem_limit_resource_create(upstream.get(), limit_bytes, &r));
     return Resource(r);
   }
+  // The caching adaptor: freed blocks are handed out again without asking
+  // `upstream` (see cumem_caching_resource_create).
+  static Resource caching(const Resource& upstream) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_caching_resource_create(upstream.get(), &r));
+    return Resource(r);
+  }
   // Pinned host memory from cuMemHostAlloc (synchronous).
   static Resource legacy_pinned(const Device& device) {
     cumem_resource_t* r = nullptr;
@@ -531,6 +540,13 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
   }
   // Sets peak_bytes_in_use to the current bytes_in_use.
   void reset_peak() const { check(cumem_resource_reset_peak(get())); }
+  // Caching adaptors only (else CUMEM_ERROR_NOT_SUPPORTED).
+  cumem_caching_statistics_t caching_statistics() const {
+    cumem_caching_statistics_t c = detail::init<cumem_caching_statistics_t>();
+    check(cumem_caching_resource_get_statistics(get(), &c));
+    return c;
+  }
+  void release_cached() const { check(cumem_caching_resource_release_cached(get())); }
 
   // The pool_* calls throw CUMEM_ERROR_NOT_SUPPORTED unless properties().is_pool.
   cumem_pool_attributes_t pool_get_attributes() const {

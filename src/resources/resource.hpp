@@ -20,7 +20,7 @@ namespace cumem::core {
 // The C ABI's cumem_resource_kind_t.
 enum class ResourceKind {
   host = 1, device = 2, pinned = 3, legacy_pinned = 4, managed = 5, limit = 6,
-  legacy_device = 7, host_shared = 8,
+  legacy_device = 7, host_shared = 8, caching = 9,
 };
 
 // What a buffer's memory is (the C ABI's cumem_memory_kind_t).

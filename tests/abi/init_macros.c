@@ -13,6 +13,8 @@ int main(void) {
   cumem_managed_resource_options_t k = CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
   cumem_program_options_t l = CUMEM_PROGRAM_OPTIONS_INIT;
   cumem_launch_config_t m = CUMEM_LAUNCH_CONFIG_INIT;
+  cumem_caching_statistics_t n = CUMEM_CACHING_STATISTICS_INIT;
   return (int)(a.struct_size + b.struct_size + c.struct_size + d.struct_size + e.struct_size + f.struct_size +
-               g.struct_size + h.struct_size + i.struct_size + j.struct_size + k.struct_size + l.struct_size + m.struct_size) & 0;
+               g.struct_size + h.struct_size + i.struct_size + j.struct_size + k.struct_size + l.struct_size + m.struct_size +
+               n.struct_size) & 0;
 }

@@ -14,6 +14,9 @@ const ResourceKind gpu_kinds[] = {
     managed_kind("managed_pool", /*use_pool=*/true),
     managed_kind("managed_no_pool", /*use_pool=*/false),
     limit_kind("limit_over_device_pool", device_pool_kind("pool", false), uint64_t{1} << 30),
+    caching_kind("caching_over_device_pool", device_pool_kind("pool", false)),
+    caching_kind("caching_over_pinned_pool", pinned_pool_kind("pinned")),
+    caching_kind("caching_over_legacy_pinned", legacy_pinned_kind("legacy")),
 };
 
 INSTANTIATE_TEST_SUITE_P(Gpu, ResourceConformance, ::testing::ValuesIn(gpu_kinds), kind_name);

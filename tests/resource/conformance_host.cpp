@@ -9,6 +9,8 @@ const ResourceKind host_kinds[] = {
     host_kind("host"),                      // default options (NULL)
     host_kind("host_aligned_4096", 4096),
     limit_kind("limit_over_host", host_kind("host"), uint64_t{1} << 30),
+    caching_kind("caching_over_host", host_kind("host")),
+    caching_kind("caching_over_limit", limit_kind("limit", host_kind("host"), uint64_t{1} << 30)),
 };
 
 INSTANTIATE_TEST_SUITE_P(Host, ResourceConformance, ::testing::ValuesIn(host_kinds), kind_name);

@@ -181,3 +181,12 @@ inline ResourceKind limit_kind(std::string name, const ResourceKind& upstream, u
   k.kind = CUMEM_RESOURCE_LIMIT;
   return k;
 }
+
+// The caching adaptor over `upstream`.
+inline ResourceKind caching_kind(std::string name, const ResourceKind& upstream) {
+  ResourceKind k = adaptor(std::move(name), upstream, [](cumem_resource_t* up, cumem_resource_t** out) {
+    return cumem_caching_resource_create(up, out);
+  });
+  k.kind = CUMEM_RESOURCE_CACHING;
+  return k;
+}

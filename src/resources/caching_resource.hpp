@@ -1,0 +1,35 @@
+// The caching adaptor: freed blocks stay cached, by rounded size and by the
+// stream they were freed on, and are handed out again without asking the
+// upstream. See caching_resource.cpp for the rules.
+#pragma once
+
+#include <cstdint>
+
+#include "adaptor.hpp"
+
+namespace cumem::core {
+
+struct CachingStatistics {
+  uint64_t bytes_cached = 0;    // in the cache, ready to be handed out
+  uint64_t bytes_reserved = 0;  // held from the upstream: handed out (rounded) + cached
+  uint64_t peak_bytes_reserved = 0;
+  uint64_t hits = 0;            // allocations served from the cache
+  uint64_t misses = 0;          // allocations that went to the upstream
+  uint64_t stream_reuses = 0;   // hits on a block freed on another stream
+  uint64_t oom_retries = 0;     // upstream out of memory: cache released, retried
+};
+
+// The caching adaptor's own calls (the C layer finds them by dynamic_cast).
+class Caching {
+ public:
+  virtual CachingStatistics caching_statistics() const = 0;
+  // Gives every cached block back to the upstream (waits for the device).
+  virtual void release_cached() = 0;
+
+ protected:
+  ~Caching() = default;
+};
+
+Ref<Resource> create_caching_resource(Ref<Resource> upstream);
+
+}  // namespace cumem::core

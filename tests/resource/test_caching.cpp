@@ -1,0 +1,159 @@
+// The caching adaptor over host upstreams (no GPU): reuse, rounding, the
+// out-of-memory path that gives the cache back and retries, release, and
+// many threads. Stream ordering over GPU upstreams is in the conformance
+// suite (gpu).
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace {
+
+cumem_caching_statistics_t caching_of(const cumem_resource_t* r) {
+  cumem_caching_statistics_t c = CUMEM_CACHING_STATISTICS_INIT;
+  EXPECT_EQ(cumem_caching_resource_get_statistics(r, &c), CUMEM_SUCCESS)
+      << cumem_last_error_message();
+  return c;
+}
+
+class Caching : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
+    CUMEM_ASSERT_OK(cumem_caching_resource_create(host, &cache));
+  }
+  void TearDown() override {
+    EXPECT_EQ(cumem_resource_release(cache), CUMEM_SUCCESS);
+    EXPECT_EQ(cumem_resource_release(host), CUMEM_SUCCESS);
+  }
+  cumem_resource_t* host = nullptr;
+  cumem_resource_t* cache = nullptr;
+};
+
+TEST_F(Caching, AFreedBlockIsHandedOutAgainWithoutTheUpstream) {
+  void* a = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 1000, nullptr, &a));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, a, 1000, nullptr));
+  void* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 1000, nullptr, &b));
+  EXPECT_EQ(a, b);
+  // Sizes that round to the same block (1000 -> 1024) share it too.
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, b, 1000, nullptr));
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 1020, nullptr, &b));
+  EXPECT_EQ(a, b);
+  const cumem_caching_statistics_t c = caching_of(cache);
+  EXPECT_EQ(c.misses, 1u);
+  EXPECT_EQ(c.hits, 2u);
+  EXPECT_EQ(c.bytes_reserved, 1024u);
+  EXPECT_EQ(c.bytes_cached, 0u);
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 1024u) << "the upstream holds the rounded block";
+  EXPECT_EQ(statistics_of(cache).bytes_in_use, 1020u) << "the cache counts what was asked";
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, b, 1020, nullptr));
+  EXPECT_EQ(caching_of(cache).bytes_cached, 1024u);
+  EXPECT_EQ(statistics_of(cache).bytes_in_use, 0u);
+}
+
+TEST_F(Caching, SizesAreRoundedAsDocumented) {
+  const struct {
+    size_t size;
+    uint64_t reserved;
+  } cases[] = {{1, 512}, {513, 576}, {1000, 1024}, {4097, 4608},
+               {(1 << 20) - 1, 1 << 20}, {(1 << 20) + 1, 2 << 20}, {(5 << 20) + 1, 6 << 20}};
+  uint64_t total = 0;
+  for (const auto& c : cases) {
+    void* p = nullptr;
+    CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, c.size, nullptr, &p));
+    total += c.reserved;
+    EXPECT_EQ(caching_of(cache).bytes_reserved, total) << "size " << c.size;
+    std::memset(p, 0x7f, c.size);  // the whole size is usable
+    CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, c.size, nullptr));
+  }
+  CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
+  EXPECT_EQ(caching_of(cache).bytes_reserved, 0u);
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 0u) << "released blocks went back to the upstream";
+}
+
+TEST_F(Caching, OutOfMemoryGivesTheCacheBackAndRetries) {
+  cumem_resource_t* limit = nullptr;
+  CUMEM_ASSERT_OK(cumem_limit_resource_create(host, 4096, &limit));
+  cumem_resource_t* c = nullptr;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(limit, &c));
+  void* a = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(c, 2048, nullptr, &a));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(c, a, 2048, nullptr));  // cached: 2048 held
+  void* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(c, 3000, nullptr, &b));  // 3072 fits only without it
+  cumem_caching_statistics_t s = caching_of(c);
+  EXPECT_EQ(s.oom_retries, 1u);
+  EXPECT_EQ(s.bytes_cached, 0u);
+  EXPECT_EQ(s.bytes_reserved, 3072u);
+  // Beyond the limit even with an empty cache: the message says it all.
+  void* x = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_resource_allocate_raw(c, 2048, nullptr, &x), CUMEM_ERROR_OUT_OF_MEMORY,
+                     "in use of");
+  const std::string m = cumem_last_error_message();
+  EXPECT_NE(m.find("2048 bytes"), std::string::npos) << m;
+  EXPECT_NE(m.find("limit of 4096 bytes"), std::string::npos) << m;
+  EXPECT_EQ(x, nullptr);
+  EXPECT_EQ(caching_of(c).oom_retries, 2u);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(c, b, 3000, nullptr));
+  cumem_resource_release(c);  // gives the cached block back
+  EXPECT_EQ(statistics_of(limit).bytes_in_use, 0u);
+  cumem_resource_release(limit);
+}
+
+TEST_F(Caching, BuffersAndPropertiesWork) {
+  cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
+  CUMEM_ASSERT_OK(cumem_resource_get_properties(cache, &p));
+  EXPECT_EQ(p.kind, CUMEM_RESOURCE_CACHING);
+  EXPECT_EQ(p.host_accessible, CUMEM_TRUE);
+  cumem_buffer_t* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(cache, 100, nullptr, &b));
+  CUMEM_ASSERT_OK(cumem_buffer_fill(b, 9, 1, nullptr));
+  CUMEM_ASSERT_OK(cumem_buffer_close(b, nullptr));
+  cumem_buffer_release(b);
+  EXPECT_EQ(caching_of(cache).bytes_cached, 512u);
+  cumem_caching_statistics_t s = CUMEM_CACHING_STATISTICS_INIT;
+  CUMEM_EXPECT_ERROR(cumem_caching_resource_get_statistics(host, &s), CUMEM_ERROR_NOT_SUPPORTED,
+                     "not a caching adaptor");
+  CUMEM_EXPECT_ERROR(cumem_caching_resource_release_cached(host), CUMEM_ERROR_NOT_SUPPORTED,
+                     "not a caching adaptor");
+  cumem_resource_t* none = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_caching_resource_create(nullptr, &none), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "'upstream'");
+}
+
+TEST_F(Caching, SixteenThreadsNeverShareABlock) {
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) {
+        const size_t size = 64u << (i % 8);
+        void* p = nullptr;
+        if (cumem_resource_allocate_raw(cache, size, nullptr, &p) != CUMEM_SUCCESS) {
+          ++bad;
+          return;
+        }
+        const unsigned char mark = static_cast<unsigned char>(t * 16 + i % 16);
+        std::memset(p, mark, size);
+        std::this_thread::yield();
+        for (size_t k = 0; k < size; k += 61)
+          if (static_cast<unsigned char*>(p)[k] != mark) ++bad;
+        cumem_resource_deallocate_raw(cache, p, size, nullptr);
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  const cumem_resource_statistics_t s = statistics_of(cache);
+  EXPECT_EQ(s.bytes_in_use, 0u);
+  EXPECT_EQ(s.total_allocations, 32000u);
+  const cumem_caching_statistics_t c = caching_of(cache);
+  EXPECT_EQ(c.hits + c.misses, 32000u);
+  EXPECT_EQ(c.bytes_cached, c.bytes_reserved) << "everything freed is cached";
+  EXPECT_GT(c.hits, 30000u) << "a thread's blocks are reused by that thread";
+}
+
+}  // namespace
