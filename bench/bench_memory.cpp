@@ -1,7 +1,9 @@
 // libcumem against the raw CUDA driver, in one process and one run:
 // stream-ordered allocate + free from the device's default pool (through the
-// driver, libcumem's raw pair and libcumem buffers) and device-to-device
-// copies. Run: build/bench/bench_memory (needs a GPU; skips otherwise).
+// driver, libcumem's raw pair and libcumem buffers), the same through the
+// caching adaptor, pairs from 1 to 16 threads each on its own stream, and
+// device-to-device copies. The host_* benchmarks need no GPU. Run:
+// build/bench/bench_memory (GPU benchmarks skip without a device).
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -34,6 +36,7 @@ struct Setup {
   cumem_device_t* device = nullptr;
   cumem_stream_t* stream = nullptr;
   cumem_resource_t* pool = nullptr;  // the device's default pool
+  cumem_resource_t* cache = nullptr;  // the caching adaptor over it
   CUstream native_stream = nullptr;
   CUmemoryPool native_pool = nullptr;
   Driver driver;
@@ -58,6 +61,7 @@ Setup& setup() {
     }
     r.native_stream = static_cast<CUstream>(stream);
     r.native_pool = static_cast<CUmemoryPool>(pool);
+    if (cumem_caching_resource_create(r.pool, &r.cache) != CUMEM_SUCCESS) return r;
     // Warm the pool so that whichever benchmark runs first does not pay for
     // its growth.
     for (size_t size : {size_t{256}, size_t{1} << 20, size_t{1} << 30}) {
@@ -124,6 +128,92 @@ void cumem_buffer_alloc_close(benchmark::State& state) {
   cumem_stream_synchronize(s.stream);
 }
 
+// One pair on `resource`, raw; false (and the state skipped) on failure.
+bool raw_pair(benchmark::State& state, cumem_resource_t* resource, size_t size,
+              cumem_stream_t* stream) {
+  void* p = nullptr;
+  if (cumem_resource_allocate_raw(resource, size, stream, &p) == CUMEM_SUCCESS &&
+      cumem_resource_deallocate_raw(resource, p, size, stream) == CUMEM_SUCCESS)
+    return true;
+  state.SkipWithError(cumem_last_error_message());
+  return false;
+}
+
+void caching_raw_alloc_free(benchmark::State& state) {
+  if (!usable(state)) return;
+  const Setup& s = setup();
+  const size_t size = static_cast<size_t>(state.range(0));
+  for (auto _ : state)
+    if (!raw_pair(state, s.cache, size, s.stream)) break;
+  cumem_stream_synchronize(s.stream);
+}
+
+void caching_buffer_alloc_close(benchmark::State& state) {
+  if (!usable(state)) return;
+  const Setup& s = setup();
+  const size_t size = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    cumem_buffer_t* b = nullptr;
+    if (cumem_resource_allocate(s.cache, size, s.stream, &b) != CUMEM_SUCCESS) {
+      state.SkipWithError(cumem_last_error_message());
+      break;
+    }
+    cumem_buffer_release(b);
+  }
+  cumem_stream_synchronize(s.stream);
+}
+
+// 64 KiB pairs, each thread on a stream of its own; items/s is pairs/s.
+void threads_pairs(benchmark::State& state, bool caching) {
+  if (!usable(state)) return;
+  const Setup& s = setup();
+  cumem_stream_t* stream = nullptr;
+  if (cumem_stream_create(s.device, nullptr, &stream) != CUMEM_SUCCESS) {
+    state.SkipWithError(cumem_last_error_message());
+    return;
+  }
+  void* native = nullptr;
+  cumem_stream_native(stream, &native);
+  for (auto _ : state) {
+    if (caching) {
+      if (!raw_pair(state, s.cache, 64 << 10, stream)) break;
+    } else {
+      CUdeviceptr p = 0;
+      if (s.driver.alloc(&p, 64 << 10, s.native_pool, static_cast<CUstream>(native)) != CUDA_SUCCESS ||
+          s.driver.free(p, static_cast<CUstream>(native)) != CUDA_SUCCESS) {
+        state.SkipWithError("driver call failed");
+        break;
+      }
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  cumem_stream_synchronize(stream);
+  cumem_stream_release(stream);
+}
+
+// CPU only: the host resource and the caching adaptor over it.
+cumem_resource_t* host_resource(bool caching) {
+  static cumem_resource_t* host = [] {
+    cumem_resource_t* r = nullptr;
+    cumem_host_resource_create(nullptr, &r);
+    return r;
+  }();
+  static cumem_resource_t* cache = [] {
+    cumem_resource_t* r = nullptr;
+    cumem_caching_resource_create(host, &r);
+    return r;
+  }();
+  return caching ? cache : host;
+}
+
+void host_pairs(benchmark::State& state, bool caching) {
+  cumem_resource_t* r = host_resource(caching);
+  const size_t size = static_cast<size_t>(state.range(0));
+  for (auto _ : state)
+    if (!raw_pair(state, r, size, nullptr)) break;
+  state.SetItemsProcessed(state.iterations());
+}
+
 // Device-to-device copies of 1 GiB; bytes/s counts the bytes copied.
 void copy_d2d(benchmark::State& state, bool through_cumem) {
   if (!usable(state)) return;
@@ -163,6 +253,12 @@ void copy_d2d(benchmark::State& state, bool through_cumem) {
 BENCHMARK(driver_pool_alloc_free)->Arg(256)->Arg(1 << 20);
 BENCHMARK(cumem_raw_alloc_free)->Arg(256)->Arg(1 << 20);
 BENCHMARK(cumem_buffer_alloc_close)->Arg(256)->Arg(1 << 20);
+BENCHMARK(caching_raw_alloc_free)->Arg(256)->Arg(64 << 10)->Arg(1 << 20)->Arg(64 << 20);
+BENCHMARK(caching_buffer_alloc_close)->Arg(256)->Arg(1 << 20);
+BENCHMARK_CAPTURE(threads_pairs, driver_pool, false)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK_CAPTURE(threads_pairs, caching, true)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK_CAPTURE(host_pairs, host, false)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK_CAPTURE(host_pairs, caching_over_host, true)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK_CAPTURE(copy_d2d, driver, false)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(copy_d2d, cumem, true)->UseRealTime()->Unit(benchmark::kMillisecond);
 
