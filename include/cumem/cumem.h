@@ -637,7 +637,9 @@ CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
  *    work queued on the freeing stream before the free always finishes
  *    before the block's next user starts. Over an upstream that frees
  *    synchronously, a free first waits as the upstream would, and the block
- *    is then reusable on any stream.
+ *    is then reusable on any stream. A cached block holds a reference to
+ *    the stream it was freed on until it is reused or given back (a wrapped
+ *    stream's CUstream must stay valid that long).
  *  - Blocks are cached per thread (64 shards, each with its own lock), so
  *    threads do not contend; a block freed by one thread is reused by that
  *    thread (or given back by cumem_caching_resource_release_cached).

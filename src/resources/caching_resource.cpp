@@ -58,10 +58,12 @@ size_t my_shard() {
   return shard;
 }
 
+// A cached block keeps the stream it was freed on alive: its reuse on
+// another stream records an event there.
 struct Block {
-  void* ptr;
-  uintptr_t key;
-  CUstream stream;
+  void* ptr = nullptr;
+  uintptr_t key = 0;
+  Ref<Stream> stream;  // null: the legacy default stream (or a synchronous upstream)
 };
 
 struct alignas(64) Shard {
@@ -130,7 +132,7 @@ class CachingResource final : public Adaptor, public Caching {
     for (Shard& s : shards_) {
       Locked lock(s);
       for (auto& [size, bin] : s.bins)
-        for (const Block& b : bin) blocks.emplace_back(size, b);
+        for (Block& b : bin) blocks.emplace_back(size, std::move(b));
       s.bins.clear();
       s.last_bin = nullptr;
       s.cached = 0;
@@ -149,7 +151,7 @@ class CachingResource final : public Adaptor, public Caching {
     const uint64_t rounded = round_size(size);
     const uintptr_t key = stream_ordered_ ? stream_key(stream) : 0;
     Shard& s = shards_[my_shard()];
-    Block found{};
+    Block found;
     bool hit = false, other_stream = false;
     {
       Locked lock(s);
@@ -157,14 +159,14 @@ class CachingResource final : public Adaptor, public Caching {
       const int n = static_cast<int>(bin.size());
       for (int i = n - 1; i >= 0 && i >= n - kSameStreamScan; --i) {
         if (bin[static_cast<size_t>(i)].key == key) {
-          found = bin[static_cast<size_t>(i)];
+          found = std::move(bin[static_cast<size_t>(i)]);
           bin.erase(bin.begin() + i);
           hit = true;
           break;
         }
       }
       if (!hit && n > 0) {
-        found = bin.back();
+        found = std::move(bin.back());
         bin.pop_back();
         hit = other_stream = true;
       }
@@ -191,8 +193,13 @@ class CachingResource final : public Adaptor, public Caching {
     if (!stream_ordered_) wait_as_upstream_would(stream);
     Shard& s = shards_[my_shard()];
     Locked lock(s);
-    s.bin(rounded).push_back(Block{ptr, stream_ordered_ ? stream_key(stream) : 0,
-                                   native_or_legacy(stream)});
+    Block block;
+    block.ptr = ptr;
+    if (stream_ordered_) {
+      block.key = stream_key(stream);
+      block.stream = Ref<Stream>::share(const_cast<Stream*>(stream));
+    }
+    s.bin(rounded).push_back(std::move(block));
     s.cached += static_cast<int64_t>(rounded);
     s.handed -= static_cast<int64_t>(rounded);
   }
@@ -235,10 +242,10 @@ class CachingResource final : public Adaptor, public Caching {
     ScopedContext scope(stream ? stream->device() : *device_);
     CUevent event = nullptr;
     CUresult r = CUMEM_CU_RESULT(cuEventCreate, (&event, CU_EVENT_DISABLE_TIMING));
-    if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuEventRecord, (event, b.stream));
+    if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuEventRecord, (event, native_or_legacy(b.stream.get())));
     if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuStreamWaitEvent, (native_or_legacy(stream), event, 0));
     if (event) CUMEM_CU_QUIET(cuEventDestroy, (event));
-    // The freeing stream may be gone: then wait for the whole device.
+    // Should the event fail, wait for the whole device instead.
     if (r != CUDA_SUCCESS) CUMEM_CU(cuCtxSynchronize, (), "ordering a cached block's reuse");
   }
 
