@@ -3,6 +3,8 @@
 
 #include "../src/buffer.hpp"
 #include "../src/resources/caching_resource.hpp"
+#include "../src/resources/callback_resource.hpp"
+#include "../src/resources/tracking_resource.hpp"
 #include "../src/resources/pool_resource.hpp"
 #include "../src/resources/resource.hpp"
 
@@ -14,6 +16,7 @@ const cumem_host_resource_options_t default_host_options = CUMEM_HOST_RESOURCE_O
 const cumem_pool_options_t default_pool_options = CUMEM_POOL_OPTIONS_INIT;
 const cumem_managed_resource_options_t default_managed_options =
     CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
+const cumem_resource_callbacks_t default_callbacks = CUMEM_RESOURCE_CALLBACKS_INIT;
 
 PoolOptions pool_options(const cumem_pool_options_t* options) {
   const auto o = read_options(options, default_pool_options, "options");
@@ -163,6 +166,93 @@ CUMEM_EXPORT cumem_status_t cumem_caching_resource_get_statistics(
 CUMEM_EXPORT cumem_status_t cumem_caching_resource_release_cached(cumem_resource_t* resource) {
   CUMEM_TRY
   caching_of(resource).release_cached();
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_tracking_resource_create(cumem_resource_t* upstream,
+                                                           cumem_bool_t capture_backtraces,
+                                                           cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  Ref<Resource> u = ref(upstream, "upstream");
+  out(out_resource, "out_resource");
+  *out_resource =
+      to_handle<cumem_resource_t>(create_tracking_resource(std::move(u), capture_backtraces != 0));
+  CUMEM_CATCH
+}
+
+namespace {
+const Tracking& tracking_of(const cumem_resource_t* resource) {
+  const Resource& r = object(resource, "resource");
+  auto* t = dynamic_cast<const Tracking*>(&r);
+  if (!t) fail(Status::not_supported, r.describe() + " is not a tracking adaptor");
+  return *t;
+}
+}  // namespace
+
+CUMEM_EXPORT cumem_status_t cumem_tracking_resource_report(const cumem_resource_t* resource,
+                                                           char* buffer, size_t capacity,
+                                                           size_t* out_length) {
+  CUMEM_TRY
+  const Tracking& t = tracking_of(resource);
+  if (!buffer && capacity > 0) null_argument("buffer");
+  out(out_length, "out_length");
+  const std::string report = t.report();
+  if (capacity > 0) {
+    const size_t n = report.size() < capacity - 1 ? report.size() : capacity - 1;
+    std::memcpy(buffer, report.data(), n);
+    buffer[n] = '\0';
+  }
+  *out_length = report.size();
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_tracking_resource_outstanding(const cumem_resource_t* resource,
+                                                                uint64_t* out_count,
+                                                                uint64_t* out_bytes) {
+  CUMEM_TRY
+  const Tracking& t = tracking_of(resource);
+  out(out_count, "out_count");
+  out(out_bytes, "out_bytes");
+  uint64_t count = 0, bytes = 0;
+  t.outstanding(count, bytes);
+  *out_count = count;
+  *out_bytes = bytes;
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_logging_resource_create(cumem_resource_t* upstream,
+                                                          const char* path,
+                                                          cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  Ref<Resource> u = ref(upstream, "upstream");
+  out(out_resource, "out_resource");
+  *out_resource = to_handle<cumem_resource_t>(create_logging_resource(std::move(u), path));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_callback_resource_create(const cumem_device_t* device,
+                                                           const cumem_resource_callbacks_t* callbacks,
+                                                           cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  Ref<Device> d = device ? ref(device, "device") : nullptr;
+  if (!callbacks) null_argument("callbacks");
+  out(out_resource, "out_resource");
+  const auto c = read_options(callbacks, default_callbacks, "callbacks");
+  if (c.memory_kind < CUMEM_MEMORY_HOST || c.memory_kind > CUMEM_MEMORY_MANAGED)
+    fail(Status::invalid_argument, "callbacks->memory_kind " +
+                                       std::to_string(static_cast<int>(c.memory_kind)) +
+                                       " is not a cumem_memory_kind_t");
+  Callbacks cb;
+  cb.allocate = c.allocate;
+  cb.deallocate = c.deallocate;
+  cb.destroy = c.destroy;
+  cb.user_data = c.user_data;
+  ResourceProperties p;
+  p.memory_kind = static_cast<MemoryKind>(c.memory_kind);
+  p.device_accessible = c.device_accessible != 0;
+  p.host_accessible = c.host_accessible != 0;
+  p.stream_ordered = c.stream_ordered != 0;
+  *out_resource = to_handle<cumem_resource_t>(create_callback_resource(std::move(d), cb, p));
   CUMEM_CATCH
 }
 

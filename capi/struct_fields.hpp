@@ -140,6 +140,12 @@ CUMEM_STRUCT_FIELDS(cumem_resource_properties_t, 0,
   CUMEM_FIELD(host_accessible), CUMEM_FIELD(device_id), CUMEM_FIELD(is_stream_ordered),
   CUMEM_FIELD(is_pool), CUMEM_FIELD(ipc_enabled), CUMEM_FIELD(is_imported))
 
+CUMEM_STRUCT_FIELDS(cumem_resource_callbacks_t, 0,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(memory_kind), CUMEM_FIELD(allocate),
+  CUMEM_FIELD(deallocate), CUMEM_FIELD(destroy), CUMEM_FIELD(user_data),
+  CUMEM_FIELD(device_accessible), CUMEM_FIELD(host_accessible), CUMEM_FIELD(stream_ordered),
+  CUMEM_FIELD(reserved0))
+
 CUMEM_STRUCT_FIELDS(cumem_caching_statistics_t, 0,
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(bytes_cached),
   CUMEM_FIELD(bytes_reserved), CUMEM_FIELD(peak_bytes_reserved), CUMEM_FIELD(hits),

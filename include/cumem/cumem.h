@@ -223,6 +223,15 @@ typedef struct cumem_location_t {
   int32_t id;
 } cumem_location_t;
 
+/** What a buffer's memory is. */
+typedef enum cumem_memory_kind_t {
+  CUMEM_MEMORY_HOST = 1,    /**< pageable host memory */
+  CUMEM_MEMORY_DEVICE = 2,  /**< device memory */
+  CUMEM_MEMORY_PINNED = 3,  /**< page-locked host memory (pool, alloc, registered) */
+  CUMEM_MEMORY_MANAGED = 4, /**< unified memory */
+  CUMEM_MEMORY_KIND_FORCE32 = 0x7FFFFFFF
+} cumem_memory_kind_t;
+
 /* ------------------------------------------------------------------------ */
 /* Devices                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -462,6 +471,9 @@ typedef enum cumem_resource_kind_t {
   CUMEM_RESOURCE_LEGACY_DEVICE = 7, /**< cuMemAlloc; shares buffers by legacy IPC */
   CUMEM_RESOURCE_HOST_SHARED = 8,   /**< host memory shareable between processes (memfd) */
   CUMEM_RESOURCE_CACHING = 9,       /**< caching adaptor over another resource */
+  CUMEM_RESOURCE_TRACKING = 10,     /**< tracking adaptor (outstanding allocations) */
+  CUMEM_RESOURCE_LOGGING = 11,      /**< logging adaptor (a CSV line per operation) */
+  CUMEM_RESOURCE_CALLBACK = 12,     /**< made of user callbacks */
   CUMEM_RESOURCE_KIND_FORCE32 = 0x7FFFFFFF
 } cumem_resource_kind_t;
 
@@ -677,6 +689,77 @@ CUMEM_API cumem_status_t cumem_caching_resource_get_statistics(
  *  device's queued work. CUMEM_ERROR_NOT_SUPPORTED: not a caching adaptor. */
 CUMEM_API cumem_status_t cumem_caching_resource_release_cached(cumem_resource_t* resource);
 
+/** The tracking adaptor: records every outstanding allocation of `upstream`
+ *  (kept alive) with its size and stream, and with capture_backtraces its
+ *  call stack (backtrace(3); costly: for debugging). A free of a pointer it
+ *  did not hand out, or with another size, is refused
+ *  (CUMEM_ERROR_INVALID_ARGUMENT, nothing freed). When the resource is
+ *  released with allocations outstanding, the report goes to stderr. */
+CUMEM_API cumem_status_t cumem_tracking_resource_create(cumem_resource_t* upstream,
+                                                        cumem_bool_t capture_backtraces,
+                                                        cumem_resource_t** out_resource);
+/** The report of outstanding allocations, as text: like snprintf, writes at
+ *  most capacity - 1 characters and a NUL into `buffer` ([out][optional]:
+ *  NULL with capacity 0) and sets *out_length to the report's full length.
+ *  CUMEM_ERROR_NOT_SUPPORTED: not a tracking adaptor. */
+CUMEM_API cumem_status_t cumem_tracking_resource_report(const cumem_resource_t* resource,
+                                                        char* buffer, size_t capacity,
+                                                        size_t* out_length);
+/** How many allocations are outstanding and their bytes. */
+CUMEM_API cumem_status_t cumem_tracking_resource_outstanding(const cumem_resource_t* resource,
+                                                             uint64_t* out_count,
+                                                             uint64_t* out_bytes);
+
+/** The logging adaptor: one CSV line per operation on `upstream`,
+ *  `time_ns,thread,operation,ptr,size,stream` (operation: allocate,
+ *  deallocate or allocate_failed; ptr and stream in hexadecimal), after a
+ *  header line, into the file `path` ([in][optional]: NULL or "" means the
+ *  file named by $CUMEM_LOG_FILE), which is truncated first. Lines are
+ *  buffered and flushed when the resource goes.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: no path and no $CUMEM_LOG_FILE, or the
+ *  file cannot be opened (the message says why). */
+CUMEM_API cumem_status_t cumem_logging_resource_create(cumem_resource_t* upstream,
+                                                       const char* path,
+                                                       cumem_resource_t** out_resource);
+
+/** User callbacks of a callback resource. They run on the thread that
+ *  allocates, frees or releases; they must not unwind (throw, longjmp,
+ *  panic) through libcumem; they may call libcumem, except on the resource
+ *  they serve. `stream` is the native CUstream (NULL: the legacy default
+ *  stream). allocate returns 0 with *out_ptr set, or anything else for out
+ *  of memory. */
+typedef int32_t (*cumem_allocate_fn)(size_t size, void* stream, void* user_data, void** out_ptr);
+typedef void (*cumem_deallocate_fn)(void* ptr, size_t size, void* stream, void* user_data);
+/** Called once, when the resource's last reference goes. */
+typedef void (*cumem_destroy_fn)(void* user_data);
+
+typedef struct cumem_resource_callbacks_t {
+  uint32_t struct_size;
+  /** What the memory is. Default CUMEM_MEMORY_HOST, host accessible. */
+  cumem_memory_kind_t memory_kind;
+  cumem_allocate_fn allocate;       /**< required */
+  cumem_deallocate_fn deallocate;   /**< required */
+  cumem_destroy_fn destroy;         /**< optional */
+  void* user_data;
+  cumem_bool_t device_accessible;
+  cumem_bool_t host_accessible;
+  /** Frees are ordered on their stream (else the callback frees at once). */
+  cumem_bool_t stream_ordered;
+  uint32_t reserved0;
+} cumem_resource_callbacks_t;
+#define CUMEM_RESOURCE_CALLBACKS_INIT                                               \
+  { (uint32_t)sizeof(cumem_resource_callbacks_t), CUMEM_MEMORY_HOST, NULL, NULL, NULL, \
+    NULL, CUMEM_FALSE, CUMEM_TRUE, CUMEM_FALSE, 0u }
+
+/** A resource made of user callbacks, so that allocators of other languages
+ *  serve libcumem buffers. `device` ([in][optional]) is the memory's device
+ *  (kept alive), NULL for memory not tied to one. libcumem keeps the
+ *  statistics. CUMEM_ERROR_INVALID_ARGUMENT: allocate or deallocate NULL, an
+ *  unknown memory kind. */
+CUMEM_API cumem_status_t cumem_callback_resource_create(const cumem_device_t* device,
+                                                        const cumem_resource_callbacks_t* callbacks,
+                                                        cumem_resource_t** out_resource);
+
 CUMEM_API cumem_status_t cumem_resource_retain(cumem_resource_t* resource);
 CUMEM_API cumem_status_t cumem_resource_release(cumem_resource_t* resource);
 
@@ -769,13 +852,6 @@ CUMEM_API cumem_status_t cumem_resource_pool_native(const cumem_resource_t* reso
 /* Buffers                                                                   */
 /* ------------------------------------------------------------------------ */
 
-typedef enum cumem_memory_kind_t {
-  CUMEM_MEMORY_HOST = 1,    /**< pageable host memory */
-  CUMEM_MEMORY_DEVICE = 2,  /**< device memory */
-  CUMEM_MEMORY_PINNED = 3,  /**< page-locked host memory (pool, alloc, registered) */
-  CUMEM_MEMORY_MANAGED = 4, /**< unified memory */
-  CUMEM_MEMORY_KIND_FORCE32 = 0x7FFFFFFF
-} cumem_memory_kind_t;
 
 typedef struct cumem_buffer_info_t {
   uint32_t struct_size;

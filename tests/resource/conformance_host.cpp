@@ -11,6 +11,9 @@ const ResourceKind host_kinds[] = {
     limit_kind("limit_over_host", host_kind("host"), uint64_t{1} << 30),
     caching_kind("caching_over_host", host_kind("host")),
     caching_kind("caching_over_limit", limit_kind("limit", host_kind("host"), uint64_t{1} << 30)),
+    tracking_kind("tracking_over_host", host_kind("host")),
+    logging_kind("logging_over_host", host_kind("host")),
+    callback_kind("callback_aligned_alloc"),
 };
 
 INSTANTIATE_TEST_SUITE_P(Host, ResourceConformance, ::testing::ValuesIn(host_kinds), kind_name);

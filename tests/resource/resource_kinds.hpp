@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
 #include <functional>
 #include <ostream>
 #include <string>
@@ -188,5 +189,47 @@ inline ResourceKind caching_kind(std::string name, const ResourceKind& upstream)
     return cumem_caching_resource_create(up, out);
   });
   k.kind = CUMEM_RESOURCE_CACHING;
+  return k;
+}
+
+// The tracking adaptor over `upstream` (call stacks off).
+inline ResourceKind tracking_kind(std::string name, const ResourceKind& upstream) {
+  ResourceKind k = adaptor(std::move(name), upstream, [](cumem_resource_t* up, cumem_resource_t** out) {
+    return cumem_tracking_resource_create(up, CUMEM_FALSE, out);
+  });
+  k.kind = CUMEM_RESOURCE_TRACKING;
+  return k;
+}
+
+// The logging adaptor over `upstream`, logging to /dev/null.
+inline ResourceKind logging_kind(std::string name, const ResourceKind& upstream) {
+  ResourceKind k = adaptor(std::move(name), upstream, [](cumem_resource_t* up, cumem_resource_t** out) {
+    return cumem_logging_resource_create(up, "/dev/null", out);
+  });
+  k.kind = CUMEM_RESOURCE_LOGGING;
+  return k;
+}
+
+// A callback resource over aligned_alloc (64-byte aligned host memory).
+inline int32_t conformance_allocate(size_t size, void*, void*, void** out) {
+  *out = std::aligned_alloc(64, (size + 63) / 64 * 64);
+  return *out ? 0 : 1;
+}
+inline void conformance_deallocate(void* ptr, size_t, void*, void*) { std::free(ptr); }
+inline ResourceKind callback_kind(std::string name) {
+  ResourceKind k;
+  k.name = std::move(name);
+  k.make = [](cumem_device_t*) {
+    return make_with([](cumem_resource_t** out) {
+      cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
+      c.allocate = conformance_allocate;
+      c.deallocate = conformance_deallocate;
+      return cumem_callback_resource_create(nullptr, &c, out);
+    });
+  };
+  k.kind = CUMEM_RESOURCE_CALLBACK;
+  k.memory = CUMEM_MEMORY_HOST;
+  k.host_accessible = true;
+  k.alignment = 64;
   return k;
 }

@@ -1,0 +1,190 @@
+// The tracking and logging adaptors and the callback resource, over host
+// memory (no GPU).
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace {
+
+class Adaptors : public ::testing::Test {
+ protected:
+  void SetUp() override { CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host)); }
+  void TearDown() override { cumem_resource_release(host); }
+  cumem_resource_t* host = nullptr;
+};
+
+std::string report_of(const cumem_resource_t* r) {
+  size_t n = 0;
+  EXPECT_EQ(cumem_tracking_resource_report(r, nullptr, 0, &n), CUMEM_SUCCESS);
+  std::string text(n + 1, '\0');
+  EXPECT_EQ(cumem_tracking_resource_report(r, text.data(), text.size(), &n), CUMEM_SUCCESS);
+  text.resize(n);
+  return text;
+}
+
+TEST_F(Adaptors, TrackingKnowsWhatIsOutstanding) {
+  cumem_resource_t* t = nullptr;
+  CUMEM_ASSERT_OK(cumem_tracking_resource_create(host, CUMEM_TRUE, &t));
+  void *a = nullptr, *b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(t, 1000, nullptr, &a));
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(t, 24, nullptr, &b));
+  uint64_t count = 0, bytes = 0;
+  CUMEM_ASSERT_OK(cumem_tracking_resource_outstanding(t, &count, &bytes));
+  EXPECT_EQ(count, 2u);
+  EXPECT_EQ(bytes, 1024u);
+  const std::string r = report_of(t);
+  EXPECT_NE(r.find("2 allocation(s) outstanding"), std::string::npos) << r;
+  EXPECT_NE(r.find("1000 bytes"), std::string::npos) << r;
+  EXPECT_NE(r.find("24 bytes"), std::string::npos) << r;
+  EXPECT_GT(std::count(r.begin(), r.end(), '\n'), 4) << "call stacks were captured:\n" << r;
+  // A short buffer gets the start of the report, NUL-terminated.
+  char small[8];
+  size_t n = 0;
+  CUMEM_ASSERT_OK(cumem_tracking_resource_report(t, small, sizeof small, &n));
+  EXPECT_EQ(n, r.size());
+  EXPECT_EQ(std::string(small), r.substr(0, 7));
+  // Frees of the wrong size, or of memory it did not hand out, are refused.
+  CUMEM_EXPECT_ERROR(cumem_resource_deallocate_raw(t, a, 999, nullptr), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "allocated with 1000 bytes");
+  int local = 0;
+  CUMEM_EXPECT_ERROR(cumem_resource_deallocate_raw(t, &local, 24, nullptr),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "not allocated from");
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(t, a, 1000, nullptr));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(t, b, 24, nullptr));
+  CUMEM_ASSERT_OK(cumem_tracking_resource_outstanding(t, &count, &bytes));
+  EXPECT_EQ(count, 0u);
+  EXPECT_NE(report_of(t).find("0 allocation(s) outstanding"), std::string::npos);
+  CUMEM_EXPECT_ERROR(cumem_tracking_resource_outstanding(host, &count, &bytes),
+                     CUMEM_ERROR_NOT_SUPPORTED, "not a tracking adaptor");
+  cumem_resource_release(t);
+}
+
+TEST_F(Adaptors, TrackingReportsLeaksWhenReleased) {
+  testing::internal::CaptureStderr();
+  cumem_resource_t* t = nullptr;
+  CUMEM_ASSERT_OK(cumem_tracking_resource_create(host, CUMEM_FALSE, &t));
+  void* leaked = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(t, 333, nullptr, &leaked));
+  cumem_resource_release(t);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("released with allocations outstanding"), std::string::npos) << err;
+  EXPECT_NE(err.find("333 bytes"), std::string::npos) << err;
+  std::free(leaked);  // the host upstream's memory (aligned_alloc)
+}
+
+TEST_F(Adaptors, LoggingWritesOneCsvLinePerOperation) {
+  const std::string path = "/tmp/cumem_log_test_" + std::to_string(getpid()) + ".csv";
+  cumem_resource_t* l = nullptr;
+  CUMEM_ASSERT_OK(cumem_logging_resource_create(host, path.c_str(), &l));
+  void* p = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(l, 4096, nullptr, &p));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(l, p, 4096, nullptr));
+  CUMEM_EXPECT_ERROR(cumem_resource_allocate_raw(l, size_t{1} << 62, nullptr, &p),
+                     CUMEM_ERROR_OUT_OF_MEMORY, "");
+  cumem_resource_release(l);  // flushes
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::remove(path.c_str());
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "time_ns,thread,operation,ptr,size,stream");
+  EXPECT_NE(lines[1].find(",allocate,"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find(",4096,"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find(",deallocate,"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[3].find(",allocate_failed,"), std::string::npos) << lines[3];
+  EXPECT_EQ(std::count(lines[1].begin(), lines[1].end(), ','), 5);
+}
+
+TEST_F(Adaptors, LoggingNeedsAFile) {
+  unsetenv("CUMEM_LOG_FILE");
+  cumem_resource_t* l = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_logging_resource_create(host, nullptr, &l), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "CUMEM_LOG_FILE");
+  CUMEM_EXPECT_ERROR(cumem_logging_resource_create(host, "/nonexistent/dir/log.csv", &l),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "cannot open the log file");
+  EXPECT_EQ(l, nullptr);
+  const std::string path = "/tmp/cumem_log_env_" + std::to_string(getpid()) + ".csv";
+  setenv("CUMEM_LOG_FILE", path.c_str(), 1);
+  CUMEM_ASSERT_OK(cumem_logging_resource_create(host, "", &l));
+  cumem_resource_release(l);
+  unsetenv("CUMEM_LOG_FILE");
+  std::ifstream in(path);
+  std::string first;
+  std::getline(in, first);
+  std::remove(path.c_str());
+  EXPECT_EQ(first, "time_ns,thread,operation,ptr,size,stream");
+}
+
+// A user allocator: malloc with a count, and a switch to refuse.
+struct UserAllocator {
+  std::atomic<int> live{0};
+  std::atomic<int> destroyed{0};
+  bool refuse = false;
+};
+
+int32_t user_allocate(size_t size, void*, void* user, void** out) {
+  auto* u = static_cast<UserAllocator*>(user);
+  if (u->refuse) return 12;
+  *out = std::malloc(size);
+  ++u->live;
+  return *out ? 0 : 1;
+}
+void user_deallocate(void* ptr, size_t, void*, void* user) {
+  std::free(ptr);
+  --static_cast<UserAllocator*>(user)->live;
+}
+void user_destroy(void* user) { ++static_cast<UserAllocator*>(user)->destroyed; }
+
+TEST(CallbackResource, ServesBuffersFromUserCallbacks) {
+  UserAllocator u;
+  cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
+  c.allocate = user_allocate;
+  c.deallocate = user_deallocate;
+  c.destroy = user_destroy;
+  c.user_data = &u;
+  cumem_resource_t* r = nullptr;
+  CUMEM_ASSERT_OK(cumem_callback_resource_create(nullptr, &c, &r));
+  cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
+  CUMEM_ASSERT_OK(cumem_resource_get_properties(r, &p));
+  EXPECT_EQ(p.kind, CUMEM_RESOURCE_CALLBACK);
+  EXPECT_EQ(p.host_accessible, CUMEM_TRUE);
+  cumem_buffer_t* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(r, 128, nullptr, &b));
+  CUMEM_ASSERT_OK(cumem_buffer_fill(b, 0x42, 1, nullptr));
+  EXPECT_EQ(u.live.load(), 1);
+  EXPECT_EQ(statistics_of(r).bytes_in_use, 128u);
+  u.refuse = true;
+  cumem_buffer_t* refused = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_resource_allocate(r, 64, nullptr, &refused), CUMEM_ERROR_OUT_OF_MEMORY,
+                     "returned 12");
+  cumem_buffer_release(b);
+  EXPECT_EQ(u.live.load(), 0);
+  EXPECT_EQ(u.destroyed.load(), 0);
+  cumem_resource_release(r);
+  EXPECT_EQ(u.destroyed.load(), 1) << "destroy runs once, with the last reference";
+}
+
+TEST(CallbackResource, BadCallbacksAreRefused) {
+  cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
+  cumem_resource_t* r = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_callback_resource_create(nullptr, &c, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "must not be NULL");
+  c.allocate = user_allocate;
+  c.deallocate = user_deallocate;
+  c.memory_kind = static_cast<cumem_memory_kind_t>(9);
+  CUMEM_EXPECT_ERROR(cumem_callback_resource_create(nullptr, &c, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "memory_kind 9");
+  CUMEM_EXPECT_ERROR(cumem_callback_resource_create(nullptr, nullptr, &r),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "'callbacks'");
+  EXPECT_EQ(r, nullptr);
+}
+
+}  // namespace
