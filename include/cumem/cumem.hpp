@@ -476,6 +476,19 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     check(cumem_caching_resource_create(upstream.get(), &r));
     return Resource(r);
   }
+  // The tracking adaptor (outstanding allocations; call stacks if asked).
+  static Resource tracking(const Resource& upstream, bool backtraces = false) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_tracking_resource_create(upstream.get(), backtraces ? CUMEM_TRUE : CUMEM_FALSE, &r));
+    return Resource(r);
+  }
+  // The logging adaptor: a CSV line per operation to `path` (empty:
+  // $CUMEM_LOG_FILE).
+  static Resource logging(const Resource& upstream, const std::string& path = {}) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_logging_resource_create(upstream.get(), path.c_str(), &r));
+    return Resource(r);
+  }
   // Pinned host memory from cuMemHostAlloc (synchronous).
   static Resource legacy_pinned(const Device& device) {
     cumem_resource_t* r = nullptr;
@@ -547,6 +560,15 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     return c;
   }
   void release_cached() const { check(cumem_caching_resource_release_cached(get())); }
+  // Tracking adaptors only: the report of outstanding allocations.
+  std::string tracking_report() const {
+    size_t n = 0;
+    check(cumem_tracking_resource_report(get(), nullptr, 0, &n));
+    std::string text(n + 1, '\0');
+    check(cumem_tracking_resource_report(get(), &text[0], text.size(), &n));
+    text.resize(n);
+    return text;
+  }
 
   // The pool_* calls throw CUMEM_ERROR_NOT_SUPPORTED unless properties().is_pool.
   cumem_pool_attributes_t pool_get_attributes() const {

@@ -570,3 +570,21 @@ TEST(FacadeLaunch, EmptyKernelIsInvalidArgument) {
   EXPECT_CUMEM_THROW(cumem::launch(none, {}, cumem::LaunchConfig(1, 1), 1.0f),
                      CUMEM_ERROR_INVALID_ARGUMENT, "kernel");
 }
+
+TEST(FacadeAdaptors, CachingTrackingAndLoggingCompose) {
+  const cumem::Resource host = cumem::Resource::host();
+  const cumem::Resource tracked = cumem::Resource::tracking(host);
+  const cumem::Resource cache = cumem::Resource::caching(tracked);
+  {
+    const cumem::Buffer b = cache.allocate(1000);
+    b.fill_bytes(1);
+    EXPECT_NE(tracked.tracking_report().find("1024 bytes"), std::string::npos)
+        << "the cache asked its upstream for the rounded size";
+  }
+  EXPECT_EQ(cache.caching_statistics().bytes_cached, 1024u);
+  cache.release_cached();
+  EXPECT_NE(tracked.tracking_report().find("0 allocation(s) outstanding"), std::string::npos);
+  EXPECT_CUMEM_THROW(host.caching_statistics(), CUMEM_ERROR_NOT_SUPPORTED, "not a caching adaptor");
+  EXPECT_CUMEM_THROW(cumem::Resource::logging(host, "/nonexistent/x.csv"), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "cannot open");
+}
