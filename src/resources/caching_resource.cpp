@@ -23,12 +23,13 @@
 
 #include "../driver/driver.hpp"
 #include "../error.hpp"
+#include "../thread_shard.hpp"
 #include "pool_resource.hpp"
 
 namespace cumem::core {
 namespace {
 
-constexpr size_t kShards = 64;
+constexpr size_t kShards = kThreadShards;
 constexpr uint64_t kMinBlock = 512;
 constexpr uint64_t kSmallLimit = uint64_t{1} << 20;
 constexpr uint64_t kLargeStep = uint64_t{2} << 20;
@@ -50,12 +51,6 @@ uintptr_t stream_key(const Stream* stream) {
   const CUstream s = native_or_legacy(stream);
   if (s == CU_STREAM_PER_THREAD) return reinterpret_cast<uintptr_t>(&per_thread);
   return reinterpret_cast<uintptr_t>(s);
-}
-
-size_t my_shard() {
-  static std::atomic<size_t> next{0};
-  static thread_local size_t shard = next.fetch_add(1, std::memory_order_relaxed) % kShards;
-  return shard;
 }
 
 // A cached block keeps the stream it was freed on alive: its reuse on
@@ -150,7 +145,7 @@ class CachingResource final : public Adaptor, public Caching {
   void* do_allocate(size_t size, const Stream* stream) override {
     const uint64_t rounded = round_size(size);
     const uintptr_t key = stream_ordered_ ? stream_key(stream) : 0;
-    Shard& s = shards_[my_shard()];
+    Shard& s = shards_[thread_shard()];
     Block found;
     bool hit = false, other_stream = false;
     {
@@ -191,7 +186,7 @@ class CachingResource final : public Adaptor, public Caching {
   void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
     const uint64_t rounded = round_size(size);
     if (!stream_ordered_) wait_as_upstream_would(stream);
-    Shard& s = shards_[my_shard()];
+    Shard& s = shards_[thread_shard()];
     Locked lock(s);
     Block block;
     block.ptr = ptr;

@@ -32,9 +32,8 @@ void Resource::deallocate_raw(void* ptr, size_t size, const Stream* stream) {
   if (!statistics_.count_deallocation(size))
     fail(Status::invalid_argument,
          "cannot free " + describe_bytes(size) + " to " + describe() + ": it has only " +
-             describe_bytes(statistics_.bytes_in_use()) + " in use in " +
-             std::to_string(statistics_.live_allocations()) +
-             " allocations, so the size is not the allocation's (nothing was freed)");
+             describe_bytes(statistics_.bytes_in_use()) +
+             " in use, so the size is not the allocation's (nothing was freed)");
   try {
     do_deallocate(ptr, size, stream);
   } catch (...) {
