@@ -661,9 +661,10 @@ CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
  *    bytes in use, cached and reserved.
  *  - Cached memory is given back when the resource is released, or with
  *    cumem_caching_resource_release_cached.
- *  Allocating while a stream is being captured into a graph works where the
- *  upstream's allocation does (a cache hit records nothing in the graph; a
- *  block freed during capture is reused in stream order). */
+ *  Not for work captured into a CUDA graph: a cached block handed to
+ *  captured work may be handed out again before the graph runs. Allocate
+ *  such memory from the upstream itself (a pool's allocations under capture
+ *  become the graph's own memory). This is not checked yet. */
 CUMEM_API cumem_status_t cumem_caching_resource_create(cumem_resource_t* upstream,
                                                        cumem_resource_t** out_resource);
 
