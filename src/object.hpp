@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <utility>
 
 #include "slab.hpp"
@@ -43,6 +44,13 @@ class Object {
 
   static void* operator new(size_t size) { return slab::allocate(size); }
   static void operator delete(void* p) noexcept { slab::deallocate(p); }
+  // Objects aligned to a cache line (per-thread counters) fit slab slots.
+  static void* operator new(size_t size, std::align_val_t alignment) {
+    static_assert(slab::kAlignment >= 64, "slots start on a cache line");
+    if (static_cast<size_t>(alignment) > slab::kAlignment) throw std::bad_alloc();
+    return slab::allocate(size);
+  }
+  static void operator delete(void* p, std::align_val_t) noexcept { slab::deallocate(p); }
 
   // The tag of the slot at `p` (Tag::dead once the object was destroyed).
   static Tag tag_at(const void* p) noexcept {

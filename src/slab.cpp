@@ -7,10 +7,11 @@
 namespace cumem::core::slab {
 namespace {
 
-// Slot sizes (header included): 64-byte steps to 1 KiB, then powers of two.
-constexpr size_t kClasses[] = {64,   128,  192,  256,  320,   384,   448,   512,   576,
-                               640,  704,  768,  832,  896,   960,   1024,  2048,  4096,
-                               8192, 16384, 32768, 65536};
+// Slot sizes (the 64-byte header included): 64-byte steps to 1 KiB, then
+// powers of two. Every size is a multiple of kAlignment.
+constexpr size_t kClasses[] = {128,  192,  256,  320,   384,   448,   512,   576,  640,
+                               704,  768,  832,  896,   960,   1024,  2048,  4096, 8192,
+                               16384, 32768, 65536};
 constexpr size_t kNumClasses = sizeof kClasses / sizeof kClasses[0];
 constexpr size_t kChunkBytes = 256 * 1024;
 
@@ -43,7 +44,7 @@ size_t class_of(size_t size) {
 void refill(SizeClass& c, size_t index) {
   const size_t slot = kClasses[index];
   const size_t count = kChunkBytes >= slot ? kChunkBytes / slot : 1;
-  char* chunk = static_cast<char*>(std::aligned_alloc(64, slot * count));
+  char* chunk = static_cast<char*>(std::aligned_alloc(kAlignment, slot * count));
   if (!chunk) throw std::bad_alloc();
   for (size_t i = count; i-- > 0;) {
     char* base = chunk + i * slot;

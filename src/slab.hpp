@@ -13,14 +13,17 @@
 namespace cumem::core::slab {
 
 // The slot header, just before the object. `tag` is 0 while the slot is free.
-struct alignas(16) Header {
+// A whole cache line, so that objects start on one (some hold per-thread
+// counters aligned to cache lines).
+inline constexpr size_t kAlignment = 64;
+struct alignas(kAlignment) Header {
   std::atomic<uint32_t> tag{0};
   uint32_t size_class = 0;
-  uint64_t reserved = 0;
 };
 
-// Memory for an object of `size` bytes, 16-byte aligned, with a free-tagged
-// header before it. Throws std::bad_alloc when the system has no memory.
+// Memory for an object of `size` bytes, aligned to kAlignment, with a
+// free-tagged header before it. Throws std::bad_alloc when the system has no
+// memory.
 void* allocate(size_t size);
 // Marks the slot free and keeps it for the next object of its size class.
 void deallocate(void* object) noexcept;

@@ -4,6 +4,9 @@
 
 namespace cumem::core {
 
+// Resources hold cache-line-aligned counters; their slab slots must honour it.
+static_assert(alignof(Statistics) <= slab::kAlignment, "a resource must fit a slab slot's alignment");
+
 void* Resource::allocate_raw(size_t size, const Stream* stream) {
   if (size == 0) return nullptr;
   void* ptr = nullptr;
