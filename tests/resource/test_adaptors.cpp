@@ -82,13 +82,17 @@ TEST_F(Adaptors, TrackingReportsLeaksWhenReleased) {
 
 TEST_F(Adaptors, LoggingWritesOneCsvLinePerOperation) {
   const std::string path = "/tmp/cumem_log_test_" + std::to_string(getpid()) + ".csv";
+  // Over a limit, so that a refused allocation is cheap to provoke.
+  cumem_resource_t* limit = nullptr;
+  CUMEM_ASSERT_OK(cumem_limit_resource_create(host, 1 << 20, &limit));
   cumem_resource_t* l = nullptr;
-  CUMEM_ASSERT_OK(cumem_logging_resource_create(host, path.c_str(), &l));
+  CUMEM_ASSERT_OK(cumem_logging_resource_create(limit, path.c_str(), &l));
+  cumem_resource_release(limit);  // the logging adaptor holds it
   void* p = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate_raw(l, 4096, nullptr, &p));
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(l, p, 4096, nullptr));
-  CUMEM_EXPECT_ERROR(cumem_resource_allocate_raw(l, size_t{1} << 62, nullptr, &p),
-                     CUMEM_ERROR_OUT_OF_MEMORY, "");
+  CUMEM_EXPECT_ERROR(cumem_resource_allocate_raw(l, 2 << 20, nullptr, &p),
+                     CUMEM_ERROR_OUT_OF_MEMORY, "limit of");
   cumem_resource_release(l);  // flushes
   std::ifstream in(path);
   std::vector<std::string> lines;
