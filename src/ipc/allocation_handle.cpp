@@ -30,6 +30,15 @@ Ref<AllocationHandle> AllocationHandle::adopt(int fd, const IpcDescriptor& pool)
   return Ref<AllocationHandle>::adopt(new AllocationHandle(fd, pool));
 }
 
+Ref<AllocationHandle> AllocationHandle::take(int fd, const IpcDescriptor& pool) {
+  try {
+    return adopt(fd, pool);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
 Ref<AllocationHandle> AllocationHandle::from_fd(const uint8_t* pool_descriptor, int fd) {
   return adopt(fd, decode(pool_descriptor, kIpcDescriptorSize));
 }
@@ -40,13 +49,7 @@ Ref<AllocationHandle> AllocationHandle::from_pid(const uint8_t* pool_descriptor,
   if (pool.type != IpcType::pool)
     fail(Status::invalid_argument, "the descriptor is " + describe(pool) +
                                        ", not the descriptor of a pool");
-  const int fd = fd_from_pid(pid, remote_fd);
-  try {
-    return adopt(fd, pool);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
+  return take(fd_from_pid(pid, remote_fd), pool);
 }
 
 int AllocationHandle::dup_fd() const { return duplicate_fd(fd_, "an allocation handle"); }

@@ -13,6 +13,9 @@ class AllocationHandle final : public Object {
   // Takes `fd` after checking that `pool` is a valid pool descriptor and
   // `fd` an open file descriptor; on a throw the caller still owns `fd`.
   static Ref<AllocationHandle> adopt(int fd, const IpcDescriptor& pool);
+  // As adopt(), but `fd` is closed when it throws: for a descriptor this
+  // process just made.
+  static Ref<AllocationHandle> take(int fd, const IpcDescriptor& pool);
   // The pool descriptor's bytes are decoded (validated) first.
   static Ref<AllocationHandle> from_fd(const uint8_t* pool_descriptor, int fd);
   // pidfd_getfd of `remote_fd` in process `pid`.

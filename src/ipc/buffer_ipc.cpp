@@ -38,6 +38,8 @@ Ref<Buffer> Buffer::from_ipc_descriptor(Ref<Resource> resource, const uint8_t* b
   const IpcDescriptor d = decode(bytes, kIpcDescriptorSize);
   IpcShareable& s = shareable_of(*resource, "opening a descriptor");
   void* ptr = s.open_ipc_descriptor(d, stream);
+  // Counted like an allocation, so that closing the buffer counts its free.
+  resource->count_allocation(static_cast<size_t>(d.size));
   try {
     return owned_by(resource, ptr, static_cast<size_t>(d.size), stream);
   } catch (...) {

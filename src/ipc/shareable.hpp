@@ -20,6 +20,7 @@ class IpcShareable {
   virtual IpcDescriptor get_ipc_descriptor(void* ptr, size_t size) const;
   // Maps a descriptor of another process; the pointer goes back through
   // the resource's deallocate_raw with the descriptor's size, which unmaps.
+  // The caller counts it in the resource's statistics.
   virtual void* open_ipc_descriptor(const IpcDescriptor& descriptor, const Stream* stream);
 
  protected:

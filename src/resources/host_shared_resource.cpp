@@ -60,13 +60,7 @@ class HostSharedBase : public SyncResource, public IpcShareable {
     d.size = capacity_;
     d.pool_id = pool_id_;
     d.exporter_pid = static_cast<uint32_t>(getpid());
-    const int fd = duplicate_fd(fd_, "a host shared resource");
-    try {
-      return AllocationHandle::adopt(fd, d);
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
+    return AllocationHandle::take(duplicate_fd(fd_, "a host shared resource"), d);
   }
 
   IpcDescriptor get_ipc_descriptor(void* ptr, size_t size) const override {
@@ -92,7 +86,6 @@ class HostSharedBase : public SyncResource, public IpcShareable {
       fail(Status::invalid_argument,
            "the descriptor's range [" + std::to_string(d.offset) + ", +" + std::to_string(d.size) +
                ") passes the end of the shared file of " + std::to_string(capacity_) + " bytes");
-    count_allocation(d.size);
     return base_ + d.offset;
   }
 

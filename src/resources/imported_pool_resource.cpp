@@ -26,13 +26,7 @@ class ImportedPoolResource final : public PoolResource {
 
   Ref<AllocationHandle> get_allocation_handle() const override {
     // Exported again: the same pool, through a copy of the file descriptor.
-    const int fd = handle_->dup_fd();
-    try {
-      return AllocationHandle::adopt(fd, handle_->pool());
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
+    return AllocationHandle::take(handle_->dup_fd(), handle_->pool());
   }
 
   IpcDescriptor get_ipc_descriptor(void* ptr, size_t size) const override {
@@ -47,7 +41,7 @@ class ImportedPoolResource final : public PoolResource {
   void* open_ipc_descriptor(const IpcDescriptor& d, const Stream* stream) override {
     if (d.type != IpcType::pool_buffer)
       fail(Status::invalid_argument, "a pool imported from another process opens pool buffer "
-                                     "descriptors, not " + describe_descriptor(d));
+                                     "descriptors, not " + core::describe(d));
     if (d.pool_id != pool_id())
       fail(Status::invalid_argument, "the descriptor belongs to another pool than " + describe() +
                                          " (its pool id differs): import that pool first");
@@ -64,7 +58,6 @@ class ImportedPoolResource final : public PoolResource {
                                            std::to_string(it->second.descriptor.size) +
                                            " bytes, not " + std::to_string(d.size));
       ++it->second.opens;
-      count_allocation(d.size);
       return it->second.ptr;
     }
     ScopedContext scope(stream ? stream->device() : *device_);
@@ -89,11 +82,8 @@ class ImportedPoolResource final : public PoolResource {
     o.descriptor = d;
     o.opens = 1;
     by_ptr_[o.ptr] = &o;
-    count_allocation(d.size);
     return o.ptr;
   }
-
-  std::string describe_descriptor(const IpcDescriptor& d) const { return core::describe(d); }
 
  protected:
   void* do_allocate(size_t, const Stream*) override {

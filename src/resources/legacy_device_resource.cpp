@@ -98,7 +98,6 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable {
     ++m->opens;
     void* ptr = reinterpret_cast<void*>(m->base + d.offset);
     opened_.emplace(ptr, d.export_data);
-    count_allocation(d.size);
     return ptr;
   }
 

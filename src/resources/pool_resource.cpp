@@ -37,12 +37,7 @@ Ref<AllocationHandle> PoolResource::get_allocation_handle() const {
   d.device_uuid = device_->uuid();
   d.pool_id = pool_id_;
   d.exporter_pid = static_cast<uint32_t>(getpid());
-  try {
-    return AllocationHandle::adopt(fd, d);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
+  return AllocationHandle::take(fd, d);
 }
 
 IpcDescriptor PoolResource::get_ipc_descriptor(void* ptr, size_t size) const {
