@@ -96,13 +96,7 @@ const Table* get_if_loaded() noexcept {
   }
 }
 
-bool available() noexcept {
-  try {
-    return loaded().ok;
-  } catch (...) {
-    return false;
-  }
-}
+bool available() noexcept { return get_if_loaded() != nullptr; }
 
 std::string describe(CUresult result) {
   const char* name = nullptr;

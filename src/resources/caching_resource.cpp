@@ -17,6 +17,7 @@
 #include "caching_resource.hpp"
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "../error.hpp"
 #include "../thread_shard.hpp"
 #include "pool_resource.hpp"
+#include "sync_resource.hpp"
 
 namespace cumem::core {
 namespace {
@@ -81,16 +83,7 @@ struct alignas(64) Shard {
   }
 };
 
-class Locked {
- public:
-  explicit Locked(Shard& s) : s_(s) { s_.lock(); }
-  ~Locked() { s_.unlock(); }
-  Locked(const Locked&) = delete;
-  Locked& operator=(const Locked&) = delete;
-
- private:
-  Shard& s_;
-};
+using Locked = std::lock_guard<Shard>;
 
 class CachingResource final : public Adaptor, public Caching {
  public:
@@ -185,7 +178,7 @@ class CachingResource final : public Adaptor, public Caching {
 
   void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
     const uint64_t rounded = round_size(size);
-    if (!stream_ordered_) wait_as_upstream_would(stream);
+    if (!stream_ordered_) wait_before_free(device_.get(), stream);
     Shard& s = shards_[thread_shard()];
     Locked lock(s);
     Block block;
@@ -242,17 +235,6 @@ class CachingResource final : public Adaptor, public Caching {
     if (event) CUMEM_CU_QUIET(cuEventDestroy, (event));
     // Should the event fail, wait for the whole device instead.
     if (r != CUDA_SUCCESS) CUMEM_CU(cuCtxSynchronize, (), "ordering a cached block's reuse");
-  }
-
-  // What the synchronous upstream's own free would have waited for.
-  void wait_as_upstream_would(const Stream* stream) const {
-    if (stream) {
-      stream->synchronize();
-    } else if (device_) {
-      ScopedContext scope(*device_);
-      CUMEM_CU(cuStreamSynchronize, (CU_STREAM_LEGACY),
-               "waiting for the legacy default stream before caching a block");
-    }
   }
 
   const bool stream_ordered_;

@@ -4,15 +4,19 @@
 
 namespace cumem::core {
 
-void SyncResource::do_deallocate(void* ptr, size_t size, const Stream* stream) {
+void wait_before_free(const Device* device, const Stream* stream) {
   if (stream) {
     stream->synchronize();
-  } else if (device_) {
-    ScopedContext scope(*device_);
+  } else if (device) {
+    ScopedContext scope(*device);
     CUMEM_CU(cuStreamSynchronize, (CU_STREAM_LEGACY),
-             "waiting for the legacy default stream of " + device_->describe() +
+             "waiting for the legacy default stream of " + device->describe() +
                  " before freeing");
   }
+}
+
+void SyncResource::do_deallocate(void* ptr, size_t size, const Stream* stream) {
+  wait_before_free(device_.get(), stream);
   free_now(ptr, size);
 }
 

@@ -9,6 +9,10 @@
 
 namespace cumem::core {
 
+// The rule itself, for a resource that frees synchronously on behalf of
+// another (the caching adaptor over a synchronous upstream).
+void wait_before_free(const Device* device, const Stream* stream);
+
 class SyncResource : public Resource {
  protected:
   using Resource::Resource;
