@@ -8,28 +8,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "facade_util.hpp"
 #include "test_util.hpp"
 
 namespace {
-
-// Runs `fn` and returns the cumem::Error it throws (fails if it throws none).
-template <class Fn>
-cumem::Error error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const cumem::Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no cumem::Error thrown";
-  return cumem::Error(CUMEM_SUCCESS, "");
-}
-
-#define EXPECT_CUMEM_THROW(stmt, expected_status, fragment)                           \
-  do {                                                                                \
-    const cumem::Error e_ = error_of([&] { stmt; });                                  \
-    EXPECT_EQ(e_.status(), expected_status) << e_.what();                             \
-    EXPECT_NE(std::string(e_.what()).find(fragment), std::string::npos) << e_.what(); \
-  } while (0)
 
 // Counts calls and destructions of a wrap release callable.
 struct ReleaseCounter {
