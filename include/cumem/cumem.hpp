@@ -104,6 +104,7 @@ inline cumem_managed_resource_options_t managed_resource_options() noexcept {
   return CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
 }
 inline cumem_program_options_t program_options() noexcept { return CUMEM_PROGRAM_OPTIONS_INIT; }
+inline cumem_resource_callbacks_t resource_callbacks() noexcept { return CUMEM_RESOURCE_CALLBACKS_INIT; }
 inline cumem_launch_config_t launch_config() noexcept { return CUMEM_LAUNCH_CONFIG_INIT; }
 
 namespace detail {
@@ -489,6 +490,18 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     check(cumem_logging_resource_create(upstream.get(), path.c_str(), &r));
     return Resource(r);
   }
+  // A resource made of user callbacks (cumem_callback_resource_create);
+  // the device, if given, is the memory's.
+  static Resource callback(const cumem_resource_callbacks_t& callbacks) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_callback_resource_create(nullptr, &callbacks, &r));
+    return Resource(r);
+  }
+  static Resource callback(const Device& device, const cumem_resource_callbacks_t& callbacks) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_callback_resource_create(device.get(), &callbacks, &r));
+    return Resource(r);
+  }
   // Pinned host memory from cuMemHostAlloc (synchronous).
   static Resource legacy_pinned(const Device& device) {
     cumem_resource_t* r = nullptr;
@@ -560,6 +573,17 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     return c;
   }
   void release_cached() const { check(cumem_caching_resource_release_cached(get())); }
+  // Tracking adaptors only: how many allocations are outstanding, and their
+  // bytes.
+  struct Outstanding {
+    uint64_t count = 0;
+    uint64_t bytes = 0;
+  };
+  Outstanding tracking_outstanding() const {
+    Outstanding o;
+    check(cumem_tracking_resource_outstanding(get(), &o.count, &o.bytes));
+    return o;
+  }
   // Tracking adaptors only: the report of outstanding allocations.
   std::string tracking_report() const {
     size_t n = 0;

@@ -8,6 +8,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <cstdlib>
+
 #include "facade_util.hpp"
 #include "test_util.hpp"
 
@@ -569,4 +571,26 @@ TEST(FacadeAdaptors, CachingTrackingAndLoggingCompose) {
   EXPECT_CUMEM_THROW(host.caching_statistics(), CUMEM_ERROR_NOT_SUPPORTED, "not a caching adaptor");
   EXPECT_CUMEM_THROW(cumem::Resource::logging(host, "/nonexistent/x.csv"), CUMEM_ERROR_INVALID_ARGUMENT,
                      "cannot open");
+  EXPECT_EQ(tracked.tracking_outstanding().count, 0u);
+  EXPECT_CUMEM_THROW(host.tracking_outstanding(), CUMEM_ERROR_NOT_SUPPORTED, "not a tracking adaptor");
+}
+
+TEST(FacadeAdaptors, CallbackResourceFromUserFunctions) {
+  auto callbacks = cumem::resource_callbacks();
+  callbacks.allocate = [](size_t size, void*, void*, void** out) -> int32_t {
+    *out = std::malloc(size);
+    return *out ? 0 : 1;
+  };
+  callbacks.deallocate = [](void* ptr, size_t, void*, void*) { std::free(ptr); };
+  const cumem::Resource r = cumem::Resource::callback(callbacks);
+  {
+    const cumem::Buffer b = r.allocate(64);
+    b.fill_bytes(3);
+    EXPECT_EQ(b.data<unsigned char>()[63], 3);
+    EXPECT_EQ(r.statistics().bytes_in_use, 64u);
+  }
+  EXPECT_EQ(r.statistics().bytes_in_use, 0u);
+  callbacks.allocate = nullptr;
+  EXPECT_CUMEM_THROW(cumem::Resource::callback(callbacks), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "must not be NULL");
 }
