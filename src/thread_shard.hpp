@@ -1,20 +1,50 @@
-// A small number per thread, for counters and caches split into shards so
-// that threads do not write the same cache line: threads take shards in
-// turn, so up to kThreadShards threads never share one.
+// Per-thread shards, for counters and caches that threads must not share.
+// A thread takes a shard of its own (one of kThreadShards) the first time
+// it asks, and gives it back when it exits, so that no two live threads own
+// the same shard: the owner updates its shard's counters with a plain load
+// and store, no atomic read-modify-write and no shared cache line. Threads
+// beyond kThreadShards alive at once share one extra shard, kSharedShard,
+// and update it with atomic read-modify-writes.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 namespace cumem::core {
 
 inline constexpr size_t kThreadShards = 64;
+// The shard of threads that found none free; arrays hold kThreadShards + 1.
+inline constexpr size_t kSharedShard = kThreadShards;
 
-inline size_t thread_shard() noexcept {
-  static std::atomic<size_t> next{0};
-  static thread_local const size_t shard =
-      next.fetch_add(1, std::memory_order_relaxed) % kThreadShards;
-  return shard;
+struct ThreadShard {
+  size_t index = kSharedShard;
+  bool exclusive = false;  // true: only this thread writes shard `index`
+};
+
+namespace detail {
+// Takes a free shard for the calling thread (or kSharedShard) and arranges
+// for it to be given back when the thread exits (thread_shard.cpp).
+ThreadShard take_thread_shard() noexcept;
+// 0: not asked yet; 1: holds its shard; 2: exited (uses kSharedShard).
+inline thread_local ThreadShard current_shard;
+inline thread_local int shard_state = 0;
+}  // namespace detail
+
+inline ThreadShard thread_shard() noexcept {
+  if (__builtin_expect(detail::shard_state == 1, 1)) return detail::current_shard;
+  if (detail::shard_state == 2) return ThreadShard{};
+  return detail::take_thread_shard();
+}
+
+// Adds to a shard's counter: a plain load and store for the shard's owner,
+// an atomic add for the shared shard. Readers load it (relaxed) at any time.
+template <class T>
+inline void shard_add(std::atomic<T>& counter, T delta, bool exclusive) noexcept {
+  if (exclusive)
+    counter.store(counter.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+  else
+    counter.fetch_add(delta, std::memory_order_relaxed);
 }
 
 }  // namespace cumem::core

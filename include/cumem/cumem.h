@@ -89,8 +89,8 @@
  *    type matches, the call acts on it). Misuse that stays undefined: a
  *    pointer that never was a libcumem handle; racing the last release of
  *    a handle with another call on it; a raw allocation freed with a size
- *    other than its own (a size above the resource's bytes in use is
- *    detected); kernel arguments that do not match the kernel.
+ *    other than its own (a size above the resource's largest allocation
+ *    is detected); kernel arguments that do not match the kernel.
  *  - The CUDA driver reports some errors as "sticky": after a kernel fault
  *    (illegal address, trap, assert) the device's context is lost, and every
  *    later call that uses it fails with CUMEM_ERROR_DRIVER whose message says
@@ -499,8 +499,13 @@ typedef struct cumem_resource_properties_t {
 /** Kept by every resource (an adaptor counts what goes through it). Bytes
  *  are the sizes asked for, not what the resource rounds them up to. A
  *  stream-ordered free counts when it is enqueued, not when the stream
- *  reaches it. Read together: peak_bytes_in_use is never below
- *  bytes_in_use. */
+ *  reaches it. Each thread counts in counters of its own (no shared atomic
+ *  on the common path), so a read is exact whenever no allocation or free
+ *  is in flight. Read together: peak_bytes_in_use is never below
+ *  bytes_in_use, and every read raises the peak to the bytes in use it
+ *  finds. The peak is exact while every allocation and free happens on one
+ *  thread; with several threads it is never above the true peak and may
+ *  miss it by up to 2 MiB for each other thread that allocates or frees. */
 typedef struct cumem_resource_statistics_t {
   uint32_t struct_size;
   uint32_t reserved0;
@@ -787,8 +792,8 @@ CUMEM_API cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resource,
  *  legacy pinned, cuMemAllocManaged, cuMemAlloc) wait first: for `stream`,
  *  or with NULL for the legacy default stream of the resource's device.
  *  CUMEM_ERROR_INVALID_ARGUMENT: ptr NULL with size > 0, or a size above
- *  the resource's bytes in use (nothing is freed; any other wrong size is
- *  undefined). */
+ *  the largest allocation the resource ever made (nothing is freed; any
+ *  other wrong size is undefined). */
 CUMEM_API cumem_status_t cumem_resource_deallocate_raw(cumem_resource_t* resource,
                                                        void* ptr, size_t size,
                                                        const cumem_stream_t* stream);

@@ -40,6 +40,7 @@ namespace cumem::core::driver {
   X(cuStreamWaitEvent, 3020)                 \
   X(cuStreamGetPriority, 5050)               \
   X(cuStreamGetDevice, 12080)                \
+  X(cuStreamIsCapturing, 10000)              \
   X(cuEventCreate, 2000)                     \
   X(cuEventDestroy, 4000)                    \
   X(cuEventRecord, 2000)                     \

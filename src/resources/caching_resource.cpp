@@ -1,24 +1,41 @@
 // The caching adaptor. Rules:
 // - Sizes are rounded up: to 512 B at least, to 8 steps per power of two up
 //   to 1 MiB (at most 12.5% more), and to multiples of 2 MiB above.
-// - A freed block is cached by its rounded size and the stream it was freed
-//   on, in the freeing thread's shard (64 shards, one per thread until there
-//   are more threads; each has its own lock and cache line), and handed out
-//   again without asking the upstream: at once to an allocation on the same
-//   stream (stream order makes that safe); to an allocation on another
-//   stream after making that stream wait for an event recorded now on the
-//   freeing stream (two driver calls, on that path only).
+// - Small blocks (up to 1 MiB) are cached in the freeing thread's shard
+//   (thread_shard.hpp: one per live thread, so its lock is uncontended) by
+//   rounded size, and handed out again from there: an allocate + free pair
+//   takes no shared lock and writes no shared cache line. A shard keeps up
+//   to kShardCap cached bytes; beyond that, freed blocks go to the central
+//   cache, which every thread looks in before asking the upstream.
+// - Large blocks (above 1 MiB) come from segments, each one upstream
+//   allocation. The central cache hands out the smallest free piece that
+//   fits, split to the rounded size; a freed piece merges with free
+//   neighbours of its segment freed on the same stream, and a segment that
+//   is free whole goes back to the upstream when the cache is released. A
+//   thread keeps its last kThreadLarge freed large blocks (up to
+//   kShardCap bytes) and hands them out again without the central lock.
+// - Streams: a block freed on a stream is handed out again at once on that
+//   stream (stream order makes that safe). On another stream, that stream
+//   is first made to wait for an event recorded then on the freeing stream
+//   (two driver calls, on that path only). Each cache keeps a reference to
+//   the streams its blocks were freed on (one per stream, not per block).
 // - Over an upstream that frees synchronously (host, legacy pinned, ...), a
 //   free first waits as the upstream would (the stream, else the legacy
 //   default stream of its device), and blocks are then reusable anywhere.
-// - When the upstream is out of memory: every cached block goes back to it
-//   (after waiting for the device), a pool upstream is trimmed, and the
-//   allocation is tried once more before failing.
+// - Stream capture: allocating or freeing on a stream that is capturing a
+//   CUDA graph is refused (a cached block would be reused before the graph
+//   runs); allocate captured memory from the upstream.
+// - Out of memory upstream: every cached block goes back (after waiting for
+//   the device), a pool upstream is trimmed, and the allocation is tried
+//   once more before failing.
 #include "caching_resource.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <set>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -31,11 +48,13 @@
 namespace cumem::core {
 namespace {
 
-constexpr size_t kShards = kThreadShards;
 constexpr uint64_t kMinBlock = 512;
 constexpr uint64_t kSmallLimit = uint64_t{1} << 20;
 constexpr uint64_t kLargeStep = uint64_t{2} << 20;
+constexpr uint64_t kShardCap = uint64_t{256} << 20;
+constexpr size_t kThreadLarge = 4;
 constexpr int kSameStreamScan = 8;  // entries looked at for one on the same stream
+constexpr size_t kStreamsKept = 8;  // unused stream references a cache keeps
 
 uint64_t round_size(uint64_t size) {
   if (size <= kMinBlock) return kMinBlock;
@@ -46,44 +65,169 @@ uint64_t round_size(uint64_t size) {
   return (size + step - 1) / step * step;
 }
 
-// Which stream a block was freed on. The per-thread default stream is a
-// different stream on every thread.
+// Which stream a block was freed on: its CUstream, or for the per-thread
+// default stream (a different stream on every thread) a number of the
+// thread's own that no other thread ever has. kAnyStream: the block has no
+// pending work (a synchronous upstream, or after a device-wide wait).
+constexpr uintptr_t kAnyStream = 0;
+bool is_per_thread_key(uintptr_t key) { return (key & 7) == 2; }  // CUstreams are aligned
 uintptr_t stream_key(const Stream* stream) {
-  static thread_local char per_thread;
   const CUstream s = native_or_legacy(stream);
-  if (s == CU_STREAM_PER_THREAD) return reinterpret_cast<uintptr_t>(&per_thread);
-  return reinterpret_cast<uintptr_t>(s);
+  if (s != CU_STREAM_PER_THREAD) return reinterpret_cast<uintptr_t>(s);
+  static std::atomic<uintptr_t> next{1};
+  static thread_local const uintptr_t mine = next.fetch_add(1, std::memory_order_relaxed) << 3 | 2;
+  return mine;
 }
 
-// A cached block keeps the stream it was freed on alive: its reuse on
-// another stream records an event there.
-struct Block {
-  void* ptr = nullptr;
-  uintptr_t key = 0;
-  Ref<Stream> stream;  // null: the legacy default stream (or a synchronous upstream)
+bool capturing(const Stream* stream) {
+  if (!stream) return false;  // the legacy default stream is never captured
+  const driver::Table& d = driver::get();
+  if (!d.cuStreamIsCapturing_fn) return false;  // a driver without graphs
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  driver::check(d.cuStreamIsCapturing_fn(stream->native(), &status), "cuStreamIsCapturing",
+                "asking whether " + stream->describe() + " is capturing");
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+// The streams a cache's blocks were freed on, each held once with a count
+// of its blocks, so that a block can be ordered after its stream's work.
+class StreamRefs {
+ public:
+  void add(uintptr_t key, const Stream* stream) {
+    for (Entry& e : entries_)
+      if (e.key == key) {
+        ++e.blocks;
+        return;
+      }
+    if (entries_.size() >= kStreamsKept)
+      entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                    [](const Entry& e) { return e.blocks == 0; }),
+                     entries_.end());
+    entries_.push_back({key, Ref<Stream>::share(const_cast<Stream*>(stream)), 1});
+  }
+  void remove(uintptr_t key) {
+    for (Entry& e : entries_)
+      if (e.key == key) {
+        --e.blocks;
+        return;
+      }
+  }
+  const Stream* stream(uintptr_t key) const {
+    for (const Entry& e : entries_)
+      if (e.key == key) return e.ref.get();
+    return nullptr;
+  }
+  void clear() { entries_.clear(); }
+
+ private:
+  struct Entry {
+    uintptr_t key;
+    Ref<Stream> ref;  // null: the legacy default stream, or no stream
+    size_t blocks;
+  };
+  std::vector<Entry> entries_;
 };
 
-struct alignas(64) Shard {
-  std::atomic_flag busy = ATOMIC_FLAG_INIT;
-  std::unordered_map<uint64_t, std::vector<Block>> bins;  // rounded size -> blocks
+struct Block {
+  void* ptr = nullptr;
+  uint64_t size = 0;  // rounded
+  uintptr_t key = 0;
+};
+
+// Cached small blocks by rounded size.
+struct Bins {
+  std::unordered_map<uint64_t, std::vector<Block>> bins;
   uint64_t last_size = 0;
   std::vector<Block>* last_bin = nullptr;
-  int64_t cached = 0, handed = 0;  // bytes; `handed` may go below 0 in one shard
-  uint64_t hits = 0, misses = 0, reuses = 0;
 
-  void lock() {
-    while (busy.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
-  }
-  void unlock() { busy.clear(std::memory_order_release); }
   std::vector<Block>& bin(uint64_t size) {
     if (last_bin && last_size == size) return *last_bin;
     last_size = size;
     last_bin = &bins[size];
     return *last_bin;
   }
+  // A block of `size`, preferably freed on `key`; false when none.
+  bool take(uint64_t size, uintptr_t key, Block& out) {
+    std::vector<Block>& b = bin(size);
+    const int n = static_cast<int>(b.size());
+    if (n == 0) return false;
+    for (int i = n - 1; i >= 0 && i >= n - kSameStreamScan; --i) {
+      if (b[static_cast<size_t>(i)].key == key) {
+        out = b[static_cast<size_t>(i)];
+        b.erase(b.begin() + i);
+        return true;
+      }
+    }
+    out = b.back();
+    b.pop_back();
+    return true;
+  }
+  template <class Fn>
+  void drain(Fn&& fn) {
+    for (auto& [size, bin] : bins)
+      for (const Block& b : bin) fn(b);
+    bins.clear();
+    last_bin = nullptr;
+  }
 };
 
-using Locked = std::lock_guard<Shard>;
+struct Counters {
+  uint64_t hits = 0, misses = 0, reuses = 0;
+};
+
+// One thread's cache (or, for the shared shard, that of the threads beyond
+// kThreadShards); its lock is taken by its owner and, rarely, by readers and
+// release_cached.
+struct alignas(64) Shard {
+  std::atomic_flag busy = ATOMIC_FLAG_INIT;
+  Bins small;
+  std::vector<Block> large;  // oldest first
+  StreamRefs streams;
+  uint64_t cached = 0;  // bytes, small and large
+  Counters counts;
+
+  void lock() {
+    while (busy.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  void unlock() { busy.clear(std::memory_order_release); }
+};
+
+// A piece of a large segment: in use, cached by a thread, or free here.
+struct Piece {
+  char* ptr = nullptr;
+  uint64_t size = 0;
+  Piece* prev = nullptr;  // neighbours in the same segment
+  Piece* next = nullptr;
+  bool free = false;
+  uintptr_t key = 0;
+};
+
+// What every thread shares: small blocks beyond the shards' caps, and the
+// large segments with their free pieces.
+struct Central {
+  std::mutex mutex;
+  Bins small;
+  uint64_t small_cached = 0;
+  uint64_t large_free = 0;
+  std::unordered_map<void*, Piece*> pieces;                      // every large piece
+  std::set<std::tuple<uintptr_t, uint64_t, Piece*>> by_stream;  // free: stream, size
+  std::set<std::pair<uint64_t, Piece*>> by_size;                 // free: size
+  StreamRefs streams;
+  Counters counts;
+
+  void insert_free(Piece* p) {
+    p->free = true;
+    by_stream.emplace(p->key, p->size, p);
+    by_size.emplace(p->size, p);
+    large_free += p->size;
+  }
+  void erase_free(Piece* p) {
+    by_stream.erase({p->key, p->size, p});
+    by_size.erase({p->size, p});
+    large_free -= p->size;
+    p->free = false;
+  }
+};
 
 class CachingResource final : public Adaptor, public Caching {
  public:
@@ -95,20 +239,27 @@ class CachingResource final : public Adaptor, public Caching {
       release_cached();
     } catch (...) {
     }
+    for (auto& [ptr, piece] : central_.pieces) delete piece;
   }
   std::string describe() const override { return "caching over " + upstream().describe(); }
 
   CachingStatistics caching_statistics() const override {
     CachingStatistics c;
-    int64_t cached = 0;
+    auto add = [&c](const Counters& n) {
+      c.hits += n.hits;
+      c.misses += n.misses;
+      c.stream_reuses += n.reuses;
+    };
     for (Shard& s : shards_) {
-      Locked lock(s);
-      cached += s.cached;
-      c.hits += s.hits;
-      c.misses += s.misses;
-      c.stream_reuses += s.reuses;
+      std::lock_guard<Shard> lock(s);
+      c.bytes_cached += s.cached;
+      add(s.counts);
     }
-    c.bytes_cached = static_cast<uint64_t>(cached);
+    {
+      std::lock_guard<std::mutex> lock(central_.mutex);
+      c.bytes_cached += central_.small_cached + central_.large_free;
+      add(central_.counts);
+    }
     c.bytes_reserved = reserved_.load(std::memory_order_relaxed);
     c.peak_bytes_reserved = peak_reserved_.load(std::memory_order_relaxed);
     c.oom_retries = retries_.load(std::memory_order_relaxed);
@@ -116,21 +267,67 @@ class CachingResource final : public Adaptor, public Caching {
   }
 
   void release_cached() override {
-    std::vector<std::pair<uint64_t, Block>> blocks;
+    // Every thread's blocks go to the central cache first.
+    std::vector<Block> small, large;
     for (Shard& s : shards_) {
-      Locked lock(s);
-      for (auto& [size, bin] : s.bins)
-        for (Block& b : bin) blocks.emplace_back(size, std::move(b));
-      s.bins.clear();
-      s.last_bin = nullptr;
+      std::lock_guard<Shard> lock(s);
+      s.small.drain([&](const Block& b) { small.push_back(b); });
+      large.insert(large.end(), s.large.begin(), s.large.end());
+      s.large.clear();
+      s.streams.clear();
       s.cached = 0;
     }
-    if (blocks.empty()) return;
-    // Work queued before the frees may still use the blocks.
+    std::lock_guard<std::mutex> lock(central_.mutex);
+    central_.small.drain([&](const Block& b) { small.push_back(b); });
+    central_.small_cached = 0;
+    if (small.empty() && large.empty() && central_.by_size.empty()) return;
+    // Work queued before the frees may still use the blocks; after this
+    // wait, which stream freed what no longer matters.
     if (stream_ordered_ && device_) device_->synchronize();
-    for (const auto& [size, b] : blocks) {
-      upstream().deallocate_raw(b.ptr, static_cast<size_t>(size), nullptr);
-      reserved_.fetch_sub(size, std::memory_order_relaxed);
+    std::vector<Piece*> free_pieces;
+    for (const auto& [size, p] : central_.by_size) free_pieces.push_back(p);
+    for (Piece* p : free_pieces) central_.erase_free(p);
+    for (const Block& b : large) free_pieces.push_back(central_.pieces.at(b.ptr));
+    for (Piece* p : free_pieces) {
+      p->key = kAnyStream;
+      central_.insert_free(p);
+    }
+    central_.streams.clear();
+    for (const Block& b : small) give_back(b.ptr, b.size);
+    // Segments free whole go back; the pieces of the others merge.
+    std::vector<Piece*> heads;
+    for (const auto& [ptr, p] : central_.pieces)
+      if (!p->prev) heads.push_back(p);
+    for (Piece* head : heads) {
+      bool whole = true;
+      uint64_t size = 0;
+      for (Piece* p = head; p; p = p->next) {
+        whole = whole && p->free;
+        size += p->size;
+      }
+      if (whole) {
+        void* const segment = head->ptr;
+        for (Piece* p = head; p;) {
+          Piece* next = p->next;
+          central_.erase_free(p);
+          central_.pieces.erase(p->ptr);
+          delete p;
+          p = next;
+        }
+        give_back(segment, size);
+        continue;
+      }
+      for (Piece* p = head; p && p->next;) {
+        Piece* n = p->next;
+        if (p->free && n->free) {
+          central_.erase_free(p);
+          central_.erase_free(n);
+          absorb(p, n);
+          central_.insert_free(p);
+        } else {
+          p = n;
+        }
+      }
     }
   }
 
@@ -138,61 +335,208 @@ class CachingResource final : public Adaptor, public Caching {
   void* do_allocate(size_t size, const Stream* stream) override {
     const uint64_t rounded = round_size(size);
     const uintptr_t key = stream_ordered_ ? stream_key(stream) : 0;
-    Shard& s = shards_[thread_shard()];
+    if (stream_ordered_ && capturing(stream))
+      fail(Status::invalid_argument,
+           "the caching adaptor cannot allocate on " + stream->describe() +
+               ": it is capturing a CUDA graph, and a cached block could be handed out again "
+               "before the graph runs; allocate captured memory from the upstream (" +
+               upstream().describe() + ")");
+    const ThreadShard t = thread_shard();
+    Shard& s = shards_[t.index];
     Block found;
-    bool hit = false, other_stream = false;
+    bool hit = false;
     {
-      Locked lock(s);
-      std::vector<Block>& bin = s.bin(rounded);
-      const int n = static_cast<int>(bin.size());
-      for (int i = n - 1; i >= 0 && i >= n - kSameStreamScan; --i) {
-        if (bin[static_cast<size_t>(i)].key == key) {
-          found = std::move(bin[static_cast<size_t>(i)]);
-          bin.erase(bin.begin() + i);
-          hit = true;
-          break;
-        }
-      }
-      if (!hit && n > 0) {
-        found = std::move(bin.back());
-        bin.pop_back();
-        hit = other_stream = true;
+      std::lock_guard<Shard> lock(s);
+      if (rounded <= kSmallLimit) {
+        hit = s.small.take(rounded, key, found);
+      } else {
+        for (size_t i = s.large.size(); i-- > 0;)
+          if (s.large[i].size == rounded && s.large[i].key == key) {
+            found = s.large[i];
+            s.large.erase(s.large.begin() + static_cast<ptrdiff_t>(i));
+            hit = true;
+            break;
+          }
       }
       if (hit) {
-        s.cached -= static_cast<int64_t>(rounded);
-        s.handed += static_cast<int64_t>(rounded);
-        ++s.hits;
-        if (other_stream) ++s.reuses;
+        s.cached -= rounded;
+        ++s.counts.hits;
+        if (found.key != key && found.key != kAnyStream) {
+          ++s.counts.reuses;
+          // The shard's reference keeps the stream alive until the event.
+          order_after_free(found.key, s.streams.stream(found.key), stream);
+        }
+        s.streams.remove(found.key);
+        return found.ptr;
       }
     }
-    if (hit) {
-      if (other_stream) order_after_free(found, stream);
-      return found.ptr;
+    if (rounded <= kSmallLimit) {
+      if (void* p = take_central_small(rounded, key, stream)) return p;
+    } else {
+      if (void* p = take_central_large(rounded, key, stream)) return p;
+      // This thread's large blocks of other sizes may be pieces to split or
+      // merge: they join the central free pieces, and the search runs again.
+      if (return_large_blocks(s))
+        if (void* p = take_central_large(rounded, key, stream)) return p;
     }
-    void* ptr = allocate_upstream(size, rounded, stream);
-    Locked lock(s);
-    ++s.misses;
-    s.handed += static_cast<int64_t>(rounded);
-    return ptr;
+    return allocate_upstream(size, rounded, stream);
   }
 
   void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
     const uint64_t rounded = round_size(size);
-    if (!stream_ordered_) wait_before_free(device_.get(), stream);
-    Shard& s = shards_[thread_shard()];
-    Locked lock(s);
-    Block block;
-    block.ptr = ptr;
-    if (stream_ordered_) {
-      block.key = stream_key(stream);
-      block.stream = Ref<Stream>::share(const_cast<Stream*>(stream));
+    if (!stream_ordered_) {
+      wait_before_free(device_.get(), stream);
+      stream = nullptr;
+    } else if (capturing(stream)) {
+      fail(Status::invalid_argument,
+           "the caching adaptor cannot free on " + stream->describe() +
+               ": it is capturing a CUDA graph (the block would be reused before the graph "
+               "runs); nothing was freed");
     }
-    s.bin(rounded).push_back(std::move(block));
-    s.cached += static_cast<int64_t>(rounded);
-    s.handed -= static_cast<int64_t>(rounded);
+    const uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
+    deallocate(shards_[thread_shard().index], Block{ptr, rounded, key}, stream);
   }
 
  private:
+  void deallocate(Shard& s, Block block, const Stream* stream) {
+    Block evicted;
+    const Stream* evicted_on = nullptr;
+    Ref<Stream> evicted_ref;
+    {
+      std::lock_guard<Shard> lock(s);
+      if (s.cached + block.size <= kShardCap) {
+        s.cached += block.size;
+        s.streams.add(block.key, stream);
+        if (block.size <= kSmallLimit) {
+          s.small.bin(block.size).push_back(block);
+          return;
+        }
+        s.large.push_back(block);
+        if (s.large.size() <= kThreadLarge) return;
+        evicted = s.large.front();
+        s.large.erase(s.large.begin());
+        s.cached -= evicted.size;
+        evicted_on = s.streams.stream(evicted.key);
+        evicted_ref = Ref<Stream>::share(const_cast<Stream*>(evicted_on));
+        s.streams.remove(evicted.key);
+      } else {
+        evicted = block;
+        evicted_on = stream;
+      }
+    }
+    std::lock_guard<std::mutex> lock(central_.mutex);
+    if (evicted.size <= kSmallLimit) {
+      central_.small.bin(evicted.size).push_back(evicted);
+      central_.small_cached += evicted.size;
+      central_.streams.add(evicted.key, evicted_on);
+    } else {
+      free_piece(evicted, evicted_on);
+    }
+  }
+
+  // Moves a shard's large blocks to the central free pieces; false if none.
+  bool return_large_blocks(Shard& s) {
+    std::vector<std::pair<Block, Ref<Stream>>> moved;
+    {
+      std::lock_guard<Shard> lock(s);
+      for (const Block& b : s.large) {
+        moved.emplace_back(b, Ref<Stream>::share(const_cast<Stream*>(s.streams.stream(b.key))));
+        s.streams.remove(b.key);
+        s.cached -= b.size;
+      }
+      s.large.clear();
+    }
+    if (moved.empty()) return false;
+    std::lock_guard<std::mutex> lock(central_.mutex);
+    for (const auto& [b, stream] : moved) free_piece(b, stream.get());
+    return true;
+  }
+
+  // Under the central lock: a large piece back to the free pieces, merged
+  // with free neighbours freed on the same stream.
+  void free_piece(const Block& b, const Stream* stream) {
+    const auto it = central_.pieces.find(b.ptr);
+    if (it == central_.pieces.end())
+      fail(Status::invalid_argument, "the caching adaptor did not hand out address " +
+                                         std::to_string(reinterpret_cast<uintptr_t>(b.ptr)) +
+                                         " as a large block");
+    Piece* p = it->second;
+    p->key = b.key;
+    central_.streams.add(b.key, stream);
+    if (p->prev && p->prev->free && p->prev->key == p->key) {
+      Piece* prev = p->prev;
+      central_.erase_free(prev);
+      absorb(prev, p);
+      central_.streams.remove(b.key);
+      p = prev;
+    }
+    if (p->next && p->next->free && p->next->key == p->key) {
+      Piece* next = p->next;
+      central_.erase_free(next);
+      absorb(p, next);
+      central_.streams.remove(b.key);
+    }
+    central_.insert_free(p);
+  }
+
+  // `p` takes in its next neighbour `n`, which is deleted.
+  void absorb(Piece* p, Piece* n) {
+    p->size += n->size;
+    p->next = n->next;
+    if (n->next) n->next->prev = p;
+    central_.pieces.erase(n->ptr);
+    delete n;
+  }
+
+  void* take_central_small(uint64_t rounded, uintptr_t key, const Stream* stream) {
+    std::lock_guard<std::mutex> lock(central_.mutex);
+    Block b;
+    if (!central_.small.take(rounded, key, b)) return nullptr;
+    central_.small_cached -= rounded;
+    ++central_.counts.hits;
+    if (b.key != key && b.key != kAnyStream) {
+      ++central_.counts.reuses;
+      order_after_free(b.key, central_.streams.stream(b.key), stream);
+    }
+    central_.streams.remove(b.key);
+    return b.ptr;
+  }
+
+  void* take_central_large(uint64_t rounded, uintptr_t key, const Stream* stream) {
+    std::lock_guard<std::mutex> lock(central_.mutex);
+    Piece* p = nullptr;
+    auto same = central_.by_stream.lower_bound({key, rounded, nullptr});
+    if (same != central_.by_stream.end() && std::get<0>(*same) == key) {
+      p = std::get<2>(*same);
+    } else {
+      auto any = central_.by_size.lower_bound({rounded, nullptr});
+      if (any == central_.by_size.end()) return nullptr;
+      p = any->second;
+    }
+    central_.erase_free(p);
+    if (p->size > rounded) {  // split: the rest stays free, on the same stream
+      Piece* rest = new Piece;
+      rest->ptr = p->ptr + rounded;
+      rest->size = p->size - rounded;
+      rest->key = p->key;
+      rest->prev = p;
+      rest->next = p->next;
+      if (p->next) p->next->prev = rest;
+      p->next = rest;
+      p->size = rounded;
+      central_.pieces.emplace(rest->ptr, rest);
+      central_.streams.add(rest->key, central_.streams.stream(rest->key));
+      central_.insert_free(rest);
+    }
+    ++central_.counts.hits;
+    if (p->key != key && p->key != kAnyStream) {
+      ++central_.counts.reuses;
+      order_after_free(p->key, central_.streams.stream(p->key), stream);
+    }
+    central_.streams.remove(p->key);
+    return p->ptr;
+  }
+
   void* allocate_upstream(size_t size, uint64_t rounded, const Stream* stream) {
     void* ptr = nullptr;
     try {
@@ -216,6 +560,18 @@ class CachingResource final : public Adaptor, public Caching {
                  again.what());
       }
     }
+    if (rounded > kSmallLimit) {
+      std::lock_guard<std::mutex> lock(central_.mutex);
+      Piece* p = new Piece;
+      p->ptr = static_cast<char*>(ptr);
+      p->size = rounded;
+      central_.pieces.emplace(ptr, p);
+      ++central_.counts.misses;
+    } else {
+      Shard& s = shards_[thread_shard().index];
+      std::lock_guard<Shard> lock(s);
+      ++s.counts.misses;
+    }
     const uint64_t now = reserved_.fetch_add(rounded, std::memory_order_relaxed) + rounded;
     uint64_t peak = peak_reserved_.load(std::memory_order_relaxed);
     while (now > peak &&
@@ -224,13 +580,26 @@ class CachingResource final : public Adaptor, public Caching {
     return ptr;
   }
 
-  // A block freed on another stream: that stream's work queued so far (the
-  // last users of the block) comes before anything queued on `stream` now.
-  void order_after_free(const Block& b, const Stream* stream) {
+  void give_back(void* ptr, uint64_t size) {
+    if (!ptr) return;
+    upstream().deallocate_raw(ptr, static_cast<size_t>(size), nullptr);
+    reserved_.fetch_sub(size, std::memory_order_relaxed);
+  }
+
+  // A block freed on stream `key` (`freed_on`; null: the legacy default
+  // stream) is reused on `stream`: the work queued there so far (the
+  // block's last users) comes before anything queued on `stream` now. A
+  // per-thread default stream cannot be named from another thread: the
+  // device is waited for instead.
+  void order_after_free(uintptr_t key, const Stream* freed_on, const Stream* stream) {
     ScopedContext scope(stream ? stream->device() : *device_);
+    if (is_per_thread_key(key)) {
+      CUMEM_CU(cuCtxSynchronize, (), "ordering the reuse of a block freed on a per-thread default stream");
+      return;
+    }
     CUevent event = nullptr;
     CUresult r = CUMEM_CU_RESULT(cuEventCreate, (&event, CU_EVENT_DISABLE_TIMING));
-    if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuEventRecord, (event, native_or_legacy(b.stream.get())));
+    if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuEventRecord, (event, native_or_legacy(freed_on)));
     if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuStreamWaitEvent, (native_or_legacy(stream), event, 0));
     if (event) CUMEM_CU_QUIET(cuEventDestroy, (event));
     // Should the event fail, wait for the whole device instead.
@@ -238,7 +607,8 @@ class CachingResource final : public Adaptor, public Caching {
   }
 
   const bool stream_ordered_;
-  mutable Shard shards_[kShards];
+  mutable Shard shards_[kThreadShards + 1];
+  mutable Central central_;
   std::atomic<uint64_t> reserved_{0}, peak_reserved_{0}, retries_{0};
 };
 

@@ -34,9 +34,10 @@ void Resource::deallocate_raw(void* ptr, size_t size, const Stream* stream) {
   }
   if (!statistics_.count_deallocation(size))
     fail(Status::invalid_argument,
-         "cannot free " + describe_bytes(size) + " to " + describe() + ": it has only " +
-             describe_bytes(statistics_.bytes_in_use()) +
-             " in use, so the size is not the allocation's (nothing was freed)");
+         "cannot free " + describe_bytes(size) + " to " + describe() +
+             ": no allocation of this resource was that large (the largest was " +
+             describe_bytes(statistics_.largest_allocation()) +
+             "), so the size is not the allocation's (nothing was freed)");
   try {
     do_deallocate(ptr, size, stream);
   } catch (...) {

@@ -47,7 +47,8 @@ class Resource : public Object {
   // resource and its usage.
   void* allocate_raw(size_t size, const Stream* stream);
   // Frees memory from allocate_raw() of this size, ordered on `stream`. A size
-  // above the bytes in use is refused (invalid_argument) and frees nothing.
+  // above the largest allocation ever made is refused (invalid_argument)
+  // and frees nothing.
   void deallocate_raw(void* ptr, size_t size, const Stream* stream);
 
   const ResourceProperties& properties() const noexcept { return properties_; }

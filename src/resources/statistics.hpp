@@ -1,9 +1,20 @@
 // The counters every resource keeps: bytes in use (as requested), their
-// peak, live and total allocations. Bytes in use is one atomic counter (a
-// peak must see the sum at every moment); the allocation counts are split
-// into per-thread shards, each on its own cache line, so that threads
-// allocating at once share one counter instead of three. Bytes in use never
-// drop below zero, and the peak read is never below bytes in use.
+// peak, live and total allocations, without a shared atomic on the common
+// path. Each thread counts in its own shard (thread_shard.hpp):
+// - allocations and frees: plain counters of the shard's owner;
+// - bytes in use: the shard's `pending` bytes, kept between 0 and
+//   kFlushAbove, plus one shared `flushed` total that a shard adds to only
+//   when its pending bytes would leave that range. Above it (the thread
+//   holds more than kFlushAbove), all but kKeep move to `flushed`; below 0
+//   (the thread freed memory counted elsewhere), the deficit does. An
+//   allocate + free pair on one thread, with under kKeep held, touches no
+//   shared cache line.
+// Reading sums the shards: exact whenever no allocation or free is in
+// flight. The peak: each allocation compares `flushed` plus its own shard's
+// pending bytes with the peak, and each read raises it to the bytes in use
+// it finds. That is exact while every allocation and free happens on one
+// thread; with several, it is never above the truth and below it by at
+// most the other shards' pending bytes (under kFlushAbove each).
 #pragma once
 
 #include <atomic>
@@ -22,72 +33,100 @@ struct ResourceStatistics {
 
 class Statistics {
  public:
+  static constexpr int64_t kFlushAbove = int64_t{2} << 20;
+  static constexpr int64_t kKeep = int64_t{1} << 20;
+
   void count_allocation(uint64_t size) noexcept {
-    const int64_t now =
-        in_use_.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed) +
-        static_cast<int64_t>(size);
-    raise_peak(static_cast<uint64_t>(now));
-    shards_[thread_shard()].allocations.fetch_add(1, std::memory_order_relaxed);
+    const ThreadShard t = thread_shard();
+    Shard& s = shards_[t.index];
+    raise(largest_, size);
+    shard_add(s.allocations, uint64_t{1}, t.exclusive);
+    const int64_t pending = add_bytes(s, static_cast<int64_t>(size), t.exclusive);
+    const int64_t estimate = flushed_.load(std::memory_order_relaxed) + pending;
+    if (estimate > 0) raise(peak_, static_cast<uint64_t>(estimate));
   }
   // Takes back an allocation of `size`; false (and nothing changes) when
-  // fewer bytes are in use: the size cannot be right.
+  // no allocation of this resource was ever that large: the size cannot be
+  // right. (Bytes in use cannot be checked here without a shared counter.)
   bool count_deallocation(uint64_t size) noexcept {
-    const int64_t s = static_cast<int64_t>(size);
-    if (in_use_.fetch_sub(s, std::memory_order_relaxed) < s) {
-      in_use_.fetch_add(s, std::memory_order_relaxed);
-      return false;
-    }
-    shards_[thread_shard()].frees.fetch_add(1, std::memory_order_relaxed);
+    if (size > largest_.load(std::memory_order_relaxed)) return false;
+    const ThreadShard t = thread_shard();
+    Shard& s = shards_[t.index];
+    shard_add(s.frees, uint64_t{1}, t.exclusive);
+    add_bytes(s, -static_cast<int64_t>(size), t.exclusive);
     return true;
   }
   // Undoes count_deallocation when the free itself failed.
   void undo_deallocation(uint64_t size) noexcept {
-    in_use_.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
-    shards_[thread_shard()].frees.fetch_sub(1, std::memory_order_relaxed);
+    const ThreadShard t = thread_shard();
+    Shard& s = shards_[t.index];
+    shard_add(s.frees, ~uint64_t{0}, t.exclusive);  // minus one, modulo 2^64
+    add_bytes(s, static_cast<int64_t>(size), t.exclusive);
   }
-  uint64_t bytes_in_use() const noexcept { return clamp(in_use_.load(std::memory_order_relaxed)); }
+  uint64_t largest_allocation() const noexcept { return largest_.load(std::memory_order_relaxed); }
+  uint64_t bytes_in_use() const noexcept { return snapshot().bytes_in_use; }
   uint64_t live_allocations() const noexcept { return snapshot().live_allocations; }
 
   ResourceStatistics snapshot() const noexcept {
-    ResourceStatistics s;
     uint64_t allocations = 0, frees = 0;
+    int64_t bytes = 0;
     for (const Shard& shard : shards_) {
       allocations += shard.allocations.load(std::memory_order_relaxed);
       frees += shard.frees.load(std::memory_order_relaxed);
+      bytes += shard.pending.load(std::memory_order_relaxed);
     }
-    s.bytes_in_use = clamp(in_use_.load(std::memory_order_relaxed));
+    bytes += flushed_.load(std::memory_order_relaxed);
+    ResourceStatistics s;
+    s.bytes_in_use = bytes > 0 ? static_cast<uint64_t>(bytes) : 0;
     s.total_allocations = allocations;
     s.live_allocations = allocations > frees ? allocations - frees : 0;
-    // An allocation between its add and its peak update must not show as
-    // a peak below the bytes in use.
+    raise(peak_, s.bytes_in_use);
     const uint64_t peak = peak_.load(std::memory_order_relaxed);
     s.peak_bytes_in_use = peak > s.bytes_in_use ? peak : s.bytes_in_use;
     return s;
   }
   void reset_peak() noexcept {
     peak_.store(bytes_in_use(), std::memory_order_relaxed);
-    // Allocations that added before the store but raised the peak before it
-    // too are seen by this second read.
-    raise_peak(bytes_in_use());
+    // Allocations that raised the peak between the read and the store.
+    raise(peak_, bytes_in_use());
   }
 
  private:
-  // A refused free adds back what it took: a reader may see the dip.
-  static uint64_t clamp(int64_t v) noexcept { return v > 0 ? static_cast<uint64_t>(v) : 0; }
-  void raise_peak(uint64_t now) noexcept {
-    uint64_t peak = peak_.load(std::memory_order_relaxed);
-    while (now > peak &&
-           !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-    }
-  }
-
   struct alignas(64) Shard {
     std::atomic<uint64_t> allocations{0};
     std::atomic<uint64_t> frees{0};
+    std::atomic<int64_t> pending{0};  // bytes; the shared shard keeps 0
   };
-  alignas(64) std::atomic<int64_t> in_use_{0};
-  alignas(64) std::atomic<uint64_t> peak_{0};
-  Shard shards_[kThreadShards];
+
+  // Adds `delta` bytes in use; returns the shard's pending bytes after.
+  int64_t add_bytes(Shard& s, int64_t delta, bool exclusive) noexcept {
+    if (!exclusive) {
+      // Threads sharing a shard count straight into `flushed`.
+      flushed_.fetch_add(delta, std::memory_order_relaxed);
+      return 0;
+    }
+    int64_t pending = s.pending.load(std::memory_order_relaxed) + delta;
+    if (pending > kFlushAbove) {
+      flushed_.fetch_add(pending - kKeep, std::memory_order_relaxed);
+      pending = kKeep;
+    } else if (pending < 0) {
+      flushed_.fetch_add(pending, std::memory_order_relaxed);
+      pending = 0;
+    }
+    s.pending.store(pending, std::memory_order_relaxed);
+    return pending;
+  }
+  static void raise(std::atomic<uint64_t>& value, uint64_t now) noexcept {
+    uint64_t seen = value.load(std::memory_order_relaxed);
+    while (now > seen &&
+           !value.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+    }
+  }
+
+  alignas(64) std::atomic<int64_t> flushed_{0};
+  alignas(64) mutable std::atomic<uint64_t> peak_{0};
+  std::atomic<uint64_t> largest_{0};
+  Shard shards_[kThreadShards + 1];
 };
 
 }  // namespace cumem::core

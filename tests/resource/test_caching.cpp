@@ -1,6 +1,6 @@
-// The caching adaptor over host upstreams (no GPU): reuse, rounding, the
-// out-of-memory path that gives the cache back and retries, release, and
-// many threads. Stream ordering over GPU upstreams is in the conformance
+// The caching adaptor over host upstreams (no GPU): reuse, rounding, large
+// blocks split and merged, the out-of-memory path that gives the cache back
+// and retries, release, blocks freed by another thread, and many threads. Stream ordering over GPU upstreams is in the conformance
 // suite (gpu).
 #include <atomic>
 #include <cstring>
@@ -154,6 +154,121 @@ TEST_F(Caching, SixteenThreadsNeverShareABlock) {
   EXPECT_EQ(c.hits + c.misses, 32000u);
   EXPECT_EQ(c.bytes_cached, c.bytes_reserved) << "everything freed is cached";
   EXPECT_GT(c.hits, 30000u) << "a thread's blocks are reused by that thread";
+}
+
+constexpr size_t MiB = size_t{1} << 20;
+
+TEST_F(Caching, ALargeBlockIsSplitForSmallerLargeRequests) {
+  void* whole = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 8 * MiB, nullptr, &whole));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, whole, 8 * MiB, nullptr));
+  // 3 MiB rounds to 4 MiB: both requests are pieces of the one 8 MiB block.
+  void* a = nullptr;
+  void* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 2 * MiB, nullptr, &a));
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 3 * MiB, nullptr, &b));
+  EXPECT_EQ(a, whole);
+  EXPECT_EQ(b, static_cast<char*>(whole) + 2 * MiB);
+  std::memset(a, 1, 2 * MiB);
+  std::memset(b, 2, 3 * MiB);
+  EXPECT_EQ(static_cast<unsigned char*>(a)[2 * MiB - 1], 1);
+  cumem_caching_statistics_t c = caching_of(cache);
+  EXPECT_EQ(c.misses, 1u);
+  EXPECT_EQ(c.hits, 2u);
+  EXPECT_EQ(c.bytes_reserved, 8 * MiB) << "nothing more was asked of the upstream";
+  EXPECT_EQ(c.bytes_cached, 2 * MiB) << "the rest of the block stays free";
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, a, 2 * MiB, nullptr));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, b, 3 * MiB, nullptr));
+  EXPECT_EQ(caching_of(cache).bytes_cached, 8 * MiB);
+  EXPECT_EQ(statistics_of(cache).bytes_in_use, 0u);
+}
+
+TEST_F(Caching, FreedPiecesMergeBackIntoTheirBlock) {
+  void* whole = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 16 * MiB, nullptr, &whole));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, whole, 16 * MiB, nullptr));
+  void* pieces[8] = {};
+  for (void*& p : pieces) CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 2 * MiB, nullptr, &p));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(pieces[i], static_cast<char*>(whole) + i * 2 * MiB);
+  // Freed in an order that leaves holes before the merges close them.
+  for (int i : {1, 3, 5, 7, 0, 2, 4, 6})
+    CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, pieces[i], 2 * MiB, nullptr));
+  void* again = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 16 * MiB, nullptr, &again));
+  EXPECT_EQ(again, whole) << "the eight pieces merged into the 16 MiB block";
+  const cumem_caching_statistics_t c = caching_of(cache);
+  EXPECT_EQ(c.misses, 1u);
+  EXPECT_EQ(c.hits, 9u);
+  EXPECT_EQ(c.bytes_reserved, 16 * MiB);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, again, 16 * MiB, nullptr));
+  CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
+  EXPECT_EQ(caching_of(cache).bytes_reserved, 0u);
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 0u) << "the whole block went back";
+}
+
+TEST_F(Caching, ReleaseGivesBackWholeBlocksAndKeepsSplitOnesInUse) {
+  void* whole = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 8 * MiB, nullptr, &whole));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, whole, 8 * MiB, nullptr));
+  void* kept = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 2 * MiB, nullptr, &kept));
+  void* other = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 10 * MiB, nullptr, &other));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, other, 10 * MiB, nullptr));
+  CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
+  const cumem_caching_statistics_t c = caching_of(cache);
+  EXPECT_EQ(c.bytes_reserved, 8 * MiB) << "the block with a piece in use stays";
+  EXPECT_EQ(c.bytes_cached, 6 * MiB);
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 8 * MiB);
+  std::memset(kept, 3, 2 * MiB);  // still usable
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, kept, 2 * MiB, nullptr));
+  CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 0u);
+}
+
+TEST_F(Caching, BlocksFreedByAnotherThreadAreCountedAndReleased) {
+  // One thread allocates, another frees: counts stay exact, and release
+  // finds the blocks in the freeing thread's cache.
+  constexpr int kBlocks = 1000;
+  std::vector<void*> blocks(kBlocks);
+  std::thread producer([&] {
+    for (void*& p : blocks) ASSERT_EQ(cumem_resource_allocate_raw(cache, 3000, nullptr, &p), CUMEM_SUCCESS);
+  });
+  producer.join();
+  EXPECT_EQ(statistics_of(cache).bytes_in_use, uint64_t{kBlocks} * 3000);
+  std::thread consumer([&] {
+    for (void* p : blocks) ASSERT_EQ(cumem_resource_deallocate_raw(cache, p, 3000, nullptr), CUMEM_SUCCESS);
+  });
+  consumer.join();
+  cumem_resource_statistics_t s = statistics_of(cache);
+  EXPECT_EQ(s.bytes_in_use, 0u);
+  EXPECT_EQ(s.live_allocations, 0u);
+  EXPECT_EQ(s.total_allocations, uint64_t{kBlocks});
+  EXPECT_EQ(s.peak_bytes_in_use, uint64_t{kBlocks} * 3000) << "one thread allocated: exact";
+  EXPECT_EQ(caching_of(cache).bytes_cached, uint64_t{kBlocks} * 3072);
+  CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 0u);
+}
+
+TEST_F(Caching, AThreadCacheAboveItsCapSharesWithOtherThreads) {
+  // 300 blocks of 1 MiB freed by one thread: past its 256 MiB, the rest
+  // go to the central cache, where another thread finds them.
+  constexpr int kBlocks = 300;
+  std::vector<void*> blocks(kBlocks);
+  for (void*& p : blocks) CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, MiB, nullptr, &p));
+  for (void* p : blocks) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, MiB, nullptr));
+  const uint64_t misses = caching_of(cache).misses;
+  std::thread other([&] {
+    for (int i = 0; i < kBlocks - 256; ++i) {
+      void* p = nullptr;
+      ASSERT_EQ(cumem_resource_allocate_raw(cache, MiB, nullptr, &p), CUMEM_SUCCESS);
+    }
+  });
+  other.join();
+  const cumem_caching_statistics_t c = caching_of(cache);
+  EXPECT_EQ(c.misses, misses) << "the other thread was served from the central cache";
+  EXPECT_EQ(c.bytes_cached, 256 * MiB);
+  EXPECT_EQ(c.bytes_reserved, uint64_t{kBlocks} * MiB);
 }
 
 }  // namespace

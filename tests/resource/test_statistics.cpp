@@ -1,6 +1,8 @@
 // Statistics that mean what they say, on the host resource (no GPU): a
-// wrong free size cannot wrap bytes_in_use, and peak_bytes_in_use is never
-// read below bytes_in_use, even while reset_peak races with allocations.
+// wrong free size cannot wrap bytes_in_use, peak_bytes_in_use is never read
+// below bytes_in_use, even while reset_peak races with allocations, and the
+// per-thread counters add up exactly: memory freed by another thread, more
+// threads than shards, threads that come and go.
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -10,13 +12,13 @@
 
 namespace {
 
-TEST(Statistics, FreeWithASizeAboveBytesInUseIsRefused) {
+TEST(Statistics, FreeWithASizeAboveTheLargestAllocationIsRefused) {
   cumem_resource_t* r = nullptr;
   CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &r));
   void* p = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate_raw(r, 100, nullptr, &p));
   CUMEM_EXPECT_ERROR(cumem_resource_deallocate_raw(r, p, 200, nullptr),
-                     CUMEM_ERROR_INVALID_ARGUMENT, "not the allocation's");
+                     CUMEM_ERROR_INVALID_ARGUMENT, "the largest was 100 bytes");
   cumem_resource_statistics_t s = statistics_of(r);
   EXPECT_EQ(s.bytes_in_use, 100u);
   EXPECT_EQ(s.live_allocations, 1u);
@@ -77,6 +79,81 @@ TEST(Statistics, HostAlignmentIsCappedAtTwoMebibytes) {
   CUMEM_ASSERT_OK(cumem_resource_allocate_raw(r, 1, nullptr, &p));
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (uintptr_t{1} << 21), 0u);
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(r, p, 1, nullptr));
+  cumem_resource_release(r);
+}
+
+// Allocates `count` blocks of `size` on `threads` threads at once, hands
+// them to as many other threads to free, and checks the totals.
+void check_cross_thread_totals(int threads, int count, size_t size) {
+  cumem_resource_t* r = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &r));
+  std::vector<std::vector<void*>> blocks(static_cast<size_t>(threads));
+  std::atomic<int> failures{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < count; ++i) {
+        void* p = nullptr;
+        if (cumem_resource_allocate_raw(r, size, nullptr, &p) != CUMEM_SUCCESS) ++failures;
+        blocks[static_cast<size_t>(t)].push_back(p);
+      }
+    });
+  for (auto& th : pool) th.join();
+  pool.clear();
+  const uint64_t all = uint64_t(threads) * uint64_t(count);
+  const uint64_t slack = uint64_t(threads - 1) * (2 << 20);  // the documented bound
+  EXPECT_GE(statistics_of(r).peak_bytes_in_use + slack, all * size)
+      << "seen by the allocations themselves";
+  cumem_resource_statistics_t s = statistics_of(r);
+  EXPECT_EQ(s.bytes_in_use, all * size);
+  EXPECT_EQ(s.live_allocations, all);
+  EXPECT_GE(s.peak_bytes_in_use, all * size);
+  for (int t = 0; t < threads; ++t)  // each list is freed by another thread
+    pool.emplace_back([&, t] {
+      for (void* p : blocks[static_cast<size_t>((t + 1) % threads)])
+        if (cumem_resource_deallocate_raw(r, p, size, nullptr) != CUMEM_SUCCESS) ++failures;
+    });
+  for (auto& th : pool) th.join();
+  EXPECT_EQ(failures.load(), 0) << cumem_last_error_message();
+  s = statistics_of(r);
+  EXPECT_EQ(s.bytes_in_use, 0u);
+  EXPECT_EQ(s.live_allocations, 0u);
+  EXPECT_EQ(s.total_allocations, all);
+  EXPECT_GE(s.peak_bytes_in_use, all * size) << "a read raised the peak to what it saw";
+  cumem_resource_release(r);
+}
+
+TEST(Statistics, MemoryFreedByAnotherThreadAddsUpExactly) {
+  check_cross_thread_totals(4, 2000, 96);          // under the per-thread batch
+  check_cross_thread_totals(4, 20, 3 << 20);       // over it: every call moves bytes
+}
+
+TEST(Statistics, MoreThreadsThanShardsAddUpExactly) {
+  // 100 threads alive at once: those beyond the 64 shards share one.
+  check_cross_thread_totals(100, 50, 1000);
+}
+
+TEST(Statistics, ThreadsThatComeAndGoLeaveExactCounts) {
+  cumem_resource_t* r = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &r));
+  void* held[200] = {};
+  for (int round = 0; round < 200; ++round) {  // shards are given back and taken again
+    std::thread([&] {
+      void* p = nullptr;
+      ASSERT_EQ(cumem_resource_allocate_raw(r, 10, nullptr, &p), CUMEM_SUCCESS);
+      ASSERT_EQ(cumem_resource_deallocate_raw(r, p, 10, nullptr), CUMEM_SUCCESS);
+      ASSERT_EQ(cumem_resource_allocate_raw(r, 7, nullptr, &held[round]), CUMEM_SUCCESS);
+    }).join();
+  }
+  cumem_resource_statistics_t s = statistics_of(r);
+  EXPECT_EQ(s.bytes_in_use, 200u * 7);
+  EXPECT_EQ(s.live_allocations, 200u);
+  EXPECT_EQ(s.total_allocations, 400u);
+  for (void* p : held) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(r, p, 7, nullptr));
+  s = statistics_of(r);
+  EXPECT_EQ(s.bytes_in_use, 0u);
+  // The peak came in the last round: 199 blocks held, then 10 bytes more.
+  EXPECT_EQ(s.peak_bytes_in_use, 199u * 7 + 10) << "one thread at a time: the peak is exact";
   cumem_resource_release(r);
 }
 
