@@ -502,9 +502,10 @@ extern "C" __global__ void spin_then_fill(unsigned int* words, unsigned long lon
 )";
 
 // Stream A: a kernel spins 100 ms, then writes X over the buffer; the buffer
-// is closed on A right after the launch. Stream B: a buffer of the same size
-// is allocated and filled with Y, with no ordering against A. If B got A's
-// memory before the kernel was done, the kernel's late X lands on it.
+// is closed on A right after the launch. Stream B: a buffer is allocated and
+// filled with Y, with no ordering against A. If B got A's memory before the
+// kernel was done, the kernel's late X lands on it. Twice: 1 MiB then the
+// same size again, and 8 MiB then 4 MiB (a cache's large block, split).
 TEST_P(ResourceStreamOrder, MemoryFreedUnderARunningKernelIsNotHandedOutUnordered) {
   ASSERT_TRUE(kind().needs_gpu) << "instantiate ResourceStreamOrder with GPU kinds only";
   cumem_program_t* program = nullptr;
@@ -522,11 +523,13 @@ TEST_P(ResourceStreamOrder, MemoryFreedUnderARunningKernelIsNotHandedOutUnordere
   cumem_library_release(library);
   CUMEM_ASSERT_OK(got);
 
+  for (const auto& [size, second_size] : {std::pair<size_t, size_t>{size_t{1} << 20, size_t{1} << 20},
+                                         std::pair<size_t, size_t>{size_t{8} << 20, size_t{4} << 20}}) {
+  SCOPED_TRACE("first " + std::to_string(size) + " bytes, then " + std::to_string(second_size));
   cumem_stream_t* a = new_stream();
   cumem_stream_t* b = new_stream();
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  const size_t size = size_t{1} << 20;
   const uint32_t x = 0xBAD0BAD0u, y = 0x600DF00Du;
 
   cumem_buffer_t* first = nullptr;
@@ -549,7 +552,7 @@ TEST_P(ResourceStreamOrder, MemoryFreedUnderARunningKernelIsNotHandedOutUnordere
   }
 
   cumem_buffer_t* second = nullptr;
-  CUMEM_ASSERT_OK(cumem_resource_allocate(resource, size, b, &second));
+  CUMEM_ASSERT_OK(cumem_resource_allocate(resource, second_size, b, &second));
   const bool same_memory = pointer(second) == first_ptr;
   CUMEM_ASSERT_OK(cumem_buffer_fill(second, y, 4, b));
   CUMEM_ASSERT_OK(cumem_stream_synchronize(b));
@@ -564,5 +567,6 @@ TEST_P(ResourceStreamOrder, MemoryFreedUnderARunningKernelIsNotHandedOutUnordere
   wait(b);
   cumem_stream_release(a);
   cumem_stream_release(b);
+  }
   cumem_kernel_release(kernel);
 }
