@@ -1,6 +1,7 @@
 // cumem_stream_* entry points.
 #include "capi.hpp"
 
+#include "../src/capture.hpp"
 #include "../src/event.hpp"
 #include "../src/stream.hpp"
 
@@ -103,6 +104,28 @@ CUMEM_EXPORT cumem_status_t cumem_stream_priority(const cumem_stream_t* stream,
 CUMEM_EXPORT cumem_status_t cumem_stream_synchronize(const cumem_stream_t* stream) {
   CUMEM_TRY
   object(stream, "stream").synchronize();
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_stream_begin_capture(const cumem_stream_t* stream,
+                                                       cumem_capture_mode_t mode) {
+  CUMEM_TRY
+  const Stream& s = object(stream, "stream");
+  if (mode != CUMEM_CAPTURE_MODE_GLOBAL && mode != CUMEM_CAPTURE_MODE_THREAD_LOCAL &&
+      mode != CUMEM_CAPTURE_MODE_RELAXED)
+    fail(Status::invalid_argument, "argument 'mode' is " + std::to_string(static_cast<int>(mode)) +
+                                       ", not a cumem_capture_mode_t (0, 1 or 2)");
+  begin_capture(s, static_cast<CUstreamCaptureMode>(mode));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_stream_end_capture(const cumem_stream_t* stream,
+                                                     void** out_graph) {
+  CUMEM_TRY
+  const Stream& s = object(stream, "stream");
+  out(out_graph, "out_graph");
+  *out_graph = nullptr;
+  *out_graph = end_capture(s);
   CUMEM_CATCH
 }
 

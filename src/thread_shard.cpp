@@ -12,13 +12,13 @@ std::atomic<uint64_t> taken{0};
 
 struct GiveBack {
   ~GiveBack() {
-    if (shard_state != 1) return;
-    if (current_shard.exclusive)
-      taken.fetch_and(~(uint64_t{1} << current_shard.index), std::memory_order_release);
+    if (current.state != 1) return;
+    if (current.shard.exclusive)
+      taken.fetch_and(~(uint64_t{1} << current.shard.index), std::memory_order_release);
     // Anything counted later in this thread's exit (another thread_local's
     // destructor freeing memory) goes to the shared shard.
-    current_shard = ThreadShard{};
-    shard_state = 2;
+    current.shard = ThreadShard{};
+    current.state = 2;
   }
 };
 
@@ -38,8 +38,8 @@ ThreadShard take_thread_shard() noexcept {
       break;
     }
   }
-  current_shard = shard;
-  shard_state = 1;
+  current.shard = shard;
+  current.state = 1;
   return shard;
 }
 

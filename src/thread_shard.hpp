@@ -23,17 +23,20 @@ struct ThreadShard {
 };
 
 namespace detail {
+struct ThreadShardState {
+  ThreadShard shard;
+  int state = 0;  // 0: not asked yet; 1: holds its shard; 2: exited (uses kSharedShard)
+};
+inline thread_local ThreadShardState current;
 // Takes a free shard for the calling thread (or kSharedShard) and arranges
 // for it to be given back when the thread exits (thread_shard.cpp).
 ThreadShard take_thread_shard() noexcept;
-// 0: not asked yet; 1: holds its shard; 2: exited (uses kSharedShard).
-inline thread_local ThreadShard current_shard;
-inline thread_local int shard_state = 0;
 }  // namespace detail
 
 inline ThreadShard thread_shard() noexcept {
-  if (__builtin_expect(detail::shard_state == 1, 1)) return detail::current_shard;
-  if (detail::shard_state == 2) return ThreadShard{};
+  const detail::ThreadShardState& c = detail::current;
+  if (__builtin_expect(c.state == 1, 1)) return c.shard;
+  if (c.state == 2) return ThreadShard{};
   return detail::take_thread_shard();
 }
 

@@ -403,6 +403,26 @@ CUMEM_API cumem_status_t cumem_stream_synchronize(const cumem_stream_t* stream);
 /** *out_done = whether all queued work has finished (never blocks). */
 CUMEM_API cumem_status_t cumem_stream_query(const cumem_stream_t* stream,
                                             cumem_bool_t* out_done);
+/** How a capture treats unsafe calls from other threads (CUstreamCaptureMode). */
+typedef enum cumem_capture_mode_t {
+  CUMEM_CAPTURE_MODE_GLOBAL = 0,
+  CUMEM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CUMEM_CAPTURE_MODE_RELAXED = 2
+} cumem_capture_mode_t;
+/** Begins capturing the work queued on `stream` into a CUDA graph
+ *  (cuStreamBeginCapture). Begin captures here rather than with the driver
+ *  when a caching adaptor may serve the stream: it refuses allocations and
+ *  frees on a capturing stream only for captures it knows of.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: an unknown mode; the driver's error when
+ *  the stream cannot capture (the legacy default stream, or capturing
+ *  already). */
+CUMEM_API cumem_status_t cumem_stream_begin_capture(const cumem_stream_t* stream,
+                                                    cumem_capture_mode_t mode);
+/** Ends the capture begun on `stream`: *out_graph = the CUgraph, which the
+ *  caller destroys (cuGraphDestroy). The capture ends even when the driver
+ *  reports it invalidated (CUMEM_ERROR_DRIVER; *out_graph NULL). */
+CUMEM_API cumem_status_t cumem_stream_end_capture(const cumem_stream_t* stream,
+                                                  void** out_graph);
 /** Work queued on `stream` after this waits for the last record of `event`
  *  (an event never recorded is complete: the wait is a no-op). */
 CUMEM_API cumem_status_t cumem_stream_wait_event(const cumem_stream_t* stream,
@@ -657,9 +677,11 @@ CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
  *    is then reusable on any stream. A cached block holds a reference to
  *    the stream it was freed on until it is reused or given back (a wrapped
  *    stream's CUstream must stay valid that long).
- *  - Blocks are cached per thread (64 shards, each with its own lock), so
- *    threads do not contend; a block freed by one thread is reused by that
- *    thread (or given back by cumem_caching_resource_release_cached).
+ *  - Blocks are cached per thread (each live thread has a cache of its own;
+ *    beyond 64 threads alive at once they share one), so an allocate/free
+ *    pair takes no shared lock; a block freed by one thread is reused by
+ *    that thread, or by others once its cache is over 256 MiB (or given
+ *    back by cumem_caching_resource_release_cached).
  *  - When the upstream is out of memory, every cached block is given back
  *    (after waiting for the device), a pool upstream is trimmed, and the
  *    allocation is tried once more; the error then gives the size, the
@@ -667,9 +689,19 @@ CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
  *  - Cached memory is given back when the resource is released, or with
  *    cumem_caching_resource_release_cached.
  *  Not for work captured into a CUDA graph: a cached block handed to
- *  captured work may be handed out again before the graph runs. Allocate
- *  such memory from the upstream itself (a pool's allocations under capture
- *  become the graph's own memory). This is not checked yet. */
+ *  captured work could be handed out again before the graph runs. An
+ *  allocation or free on a stream capturing through
+ *  cumem_stream_begin_capture fails with CUMEM_ERROR_INVALID_ARGUMENT
+ *  saying so (nothing is allocated or freed); a capture begun with the
+ *  driver directly is not seen (asking the driver on every call would cost
+ *  more than the cached pair). Allocate captured memory from the upstream
+ *  itself (a pool's allocations under capture become the graph's own).
+ *  - Blocks above 1 MiB are pieces of upstream allocations: the smallest
+ *    free piece that fits is split to the rounded size, and freed pieces
+ *    merge with free neighbours freed on the same stream; an upstream
+ *    allocation goes back once it is free whole. A thread keeps its last 4
+ *    freed large blocks for itself; a thread's cache holds up to 256 MiB,
+ *    and blocks beyond that go to a cache all threads share. */
 CUMEM_API cumem_status_t cumem_caching_resource_create(cumem_resource_t* upstream,
                                                        cumem_resource_t** out_resource);
 

@@ -307,6 +307,12 @@ class Stream : public detail::Handle<Stream, cumem_stream_t, cumem_stream_retain
   void synchronize() const { check(cumem_stream_synchronize(get())); }
   // Whether all queued work has finished (never blocks).
   bool query() const { return detail::out<cumem_bool_t>(cumem_stream_query, get()) != CUMEM_FALSE; }
+  // Captures the work queued from now into a CUDA graph (seen by caching
+  // adaptors); end_capture returns the CUgraph, which the caller destroys.
+  void begin_capture(cumem_capture_mode_t mode = CUMEM_CAPTURE_MODE_THREAD_LOCAL) const {
+    check(cumem_stream_begin_capture(get(), mode));
+  }
+  void* end_capture() const { return detail::out<void*>(cumem_stream_end_capture, get()); }
   // Later work on this stream waits for the last record of `event`.
   void wait(const Event& event) const;
   // Later work on this stream waits for the work queued on `other` so far.

@@ -41,6 +41,8 @@ namespace cumem::core::driver {
   X(cuStreamGetPriority, 5050)               \
   X(cuStreamGetDevice, 12080)                \
   X(cuStreamIsCapturing, 10000)              \
+  X(cuStreamBeginCapture, 10010)             \
+  X(cuStreamEndCapture, 10000)               \
   X(cuEventCreate, 2000)                     \
   X(cuEventDestroy, 4000)                    \
   X(cuEventRecord, 2000)                     \

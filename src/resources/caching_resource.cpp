@@ -24,7 +24,9 @@
 //   default stream of its device), and blocks are then reusable anywhere.
 // - Stream capture: allocating or freeing on a stream that is capturing a
 //   CUDA graph is refused (a cached block would be reused before the graph
-//   runs); allocate captured memory from the upstream.
+//   runs); allocate captured memory from the upstream. Only captures begun
+//   through libcumem (capture.hpp) are seen: asking the driver on every
+//   call would cost more than the whole cached pair.
 // - Out of memory upstream: every cached block goes back (after waiting for
 //   the device), a pool upstream is trimmed, and the allocation is tried
 //   once more before failing.
@@ -39,6 +41,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "../thread_shard.hpp"
@@ -77,16 +80,6 @@ uintptr_t stream_key(const Stream* stream) {
   static std::atomic<uintptr_t> next{1};
   static thread_local const uintptr_t mine = next.fetch_add(1, std::memory_order_relaxed) << 3 | 2;
   return mine;
-}
-
-bool capturing(const Stream* stream) {
-  if (!stream) return false;  // the legacy default stream is never captured
-  const driver::Table& d = driver::get();
-  if (!d.cuStreamIsCapturing_fn) return false;  // a driver without graphs
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  driver::check(d.cuStreamIsCapturing_fn(stream->native(), &status), "cuStreamIsCapturing",
-                "asking whether " + stream->describe() + " is capturing");
-  return status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 // The streams a cache's blocks were freed on, each held once with a count
@@ -335,7 +328,7 @@ class CachingResource final : public Adaptor, public Caching {
   void* do_allocate(size_t size, const Stream* stream) override {
     const uint64_t rounded = round_size(size);
     const uintptr_t key = stream_ordered_ ? stream_key(stream) : 0;
-    if (stream_ordered_ && capturing(stream))
+    if (stream_ordered_ && is_capturing(stream))
       fail(Status::invalid_argument,
            "the caching adaptor cannot allocate on " + stream->describe() +
                ": it is capturing a CUDA graph, and a cached block could be handed out again "
@@ -387,7 +380,7 @@ class CachingResource final : public Adaptor, public Caching {
     if (!stream_ordered_) {
       wait_before_free(device_.get(), stream);
       stream = nullptr;
-    } else if (capturing(stream)) {
+    } else if (is_capturing(stream)) {
       fail(Status::invalid_argument,
            "the caching adaptor cannot free on " + stream->describe() +
                ": it is capturing a CUDA graph (the block would be reused before the graph "

@@ -77,6 +77,8 @@ TEST(NullArguments, NullHandles) {
       {"cumem_stream_priority", "stream", [&] { return cumem_stream_priority(nullptr, &i); }},
       {"cumem_stream_synchronize", "stream", [&] { return cumem_stream_synchronize(nullptr); }},
       {"cumem_stream_query", "stream", [&] { return cumem_stream_query(nullptr, &b); }},
+      {"cumem_stream_begin_capture", "stream", [&] { return cumem_stream_begin_capture(nullptr, CUMEM_CAPTURE_MODE_RELAXED); }},
+      {"cumem_stream_end_capture", "stream", [&] { return cumem_stream_end_capture(nullptr, &p); }},
       {"cumem_stream_wait_event", "stream", [&] { return cumem_stream_wait_event(nullptr, nullptr); }},
       {"cumem_stream_wait_stream", "stream", [&] { return cumem_stream_wait_stream(nullptr, nullptr); }},
       {"cumem_event_create", "device", [&] { return cumem_event_create(nullptr, nullptr, &event); }},

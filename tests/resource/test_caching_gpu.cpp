@@ -1,49 +1,37 @@
 // The caching adaptor on a GPU, beyond the conformance suite: work captured
-// into a CUDA graph is refused clearly (a cached block would be reused
-// before the graph runs), and the stream capture ends cleanly after it.
+// into a CUDA graph (through cumem_stream_begin_capture) is refused clearly
+// (a cached block would be reused before the graph runs), the capture ends
+// cleanly after it, and capture arguments are checked.
 #include <dlfcn.h>
 
 #include "gpu_fixture.hpp"
 
 namespace {
 
-// The three driver entry points the test drives capture with, from the
-// driver libcumem itself loads.
-struct Capture {
-  using Begin = int (*)(void*, int);
-  using End = int (*)(void*, void**);
-  using DestroyGraph = int (*)(void*);
-  Begin begin = nullptr;
-  End end = nullptr;
-  DestroyGraph destroy_graph = nullptr;
-
-  bool load() {
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return false;
-    begin = reinterpret_cast<Begin>(dlsym(lib, "cuStreamBeginCapture_v2"));
-    end = reinterpret_cast<End>(dlsym(lib, "cuStreamEndCapture"));
-    destroy_graph = reinterpret_cast<DestroyGraph>(dlsym(lib, "cuGraphDestroy"));
-    return begin && end && destroy_graph;
-  }
-};
+// cuGraphDestroy, from the driver libcumem itself loads.
+using DestroyGraph = int (*)(void*);
+DestroyGraph load_graph_destroy() {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  return lib ? reinterpret_cast<DestroyGraph>(dlsym(lib, "cuGraphDestroy")) : nullptr;
+}
 
 class CachingGpu : public GpuTest {};
 
 TEST_F(CachingGpu, AllocatingOrFreeingOnACapturingStreamIsRefused) {
-  Capture capture;
-  ASSERT_TRUE(capture.load()) << dlerror();
+  const DestroyGraph destroy_graph = load_graph_destroy();
+  ASSERT_NE(destroy_graph, nullptr) << dlerror();
   cumem_resource_t* pool = nullptr;
   CUMEM_ASSERT_OK(cumem_device_resource_create(device, nullptr, &pool));
   cumem_resource_t* cache = nullptr;
   CUMEM_ASSERT_OK(cumem_caching_resource_create(pool, &cache));
   cumem_stream_t* stream = nullptr;
   CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &stream));
-  void* native = nullptr;
-  CUMEM_ASSERT_OK(cumem_stream_native(stream, &native));
 
   void* before = nullptr;  // allocated before the capture
   CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 4096, stream, &before));
-  ASSERT_EQ(capture.begin(native, /*CU_STREAM_CAPTURE_MODE_RELAXED*/ 2), 0);
+  CUMEM_EXPECT_ERROR(cumem_stream_begin_capture(stream, static_cast<cumem_capture_mode_t>(7)),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "not a cumem_capture_mode_t");
+  CUMEM_ASSERT_OK(cumem_stream_begin_capture(stream, CUMEM_CAPTURE_MODE_RELAXED));
   void* during = nullptr;
   CUMEM_EXPECT_ERROR(cumem_resource_allocate_raw(cache, 4096, stream, &during),
                      CUMEM_ERROR_INVALID_ARGUMENT, "capturing a CUDA graph");
@@ -52,8 +40,12 @@ TEST_F(CachingGpu, AllocatingOrFreeingOnACapturingStreamIsRefused) {
                      CUMEM_ERROR_INVALID_ARGUMENT, "nothing was freed");
   EXPECT_EQ(statistics_of(cache).bytes_in_use, 4096u) << "the refused free counts nothing";
   void* graph = nullptr;
-  ASSERT_EQ(capture.end(native, &graph), 0) << "the capture is still valid";
-  if (graph) capture.destroy_graph(graph);
+  CUMEM_ASSERT_OK(cumem_stream_end_capture(stream, &graph));
+  EXPECT_NE(graph, nullptr) << "the capture was still valid";
+  if (graph) destroy_graph(graph);
+  CUMEM_EXPECT_ERROR(cumem_stream_end_capture(stream, &graph), CUMEM_ERROR_DRIVER,
+                     "cuStreamEndCapture");
+  EXPECT_EQ(graph, nullptr);
 
   // After the capture the same calls work.
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, before, 4096, stream));
@@ -62,6 +54,12 @@ TEST_F(CachingGpu, AllocatingOrFreeingOnACapturingStreamIsRefused) {
   EXPECT_EQ(after, before) << "the block freed after the capture is reused";
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, after, 4096, stream));
   CUMEM_ASSERT_OK(cumem_stream_synchronize(stream));
+  // The legacy default stream cannot capture: the driver's error.
+  cumem_stream_t* legacy = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_legacy_default(device, &legacy));
+  CUMEM_EXPECT_ERROR(cumem_stream_begin_capture(legacy, CUMEM_CAPTURE_MODE_RELAXED),
+                     CUMEM_ERROR_DRIVER, "cuStreamBeginCapture");
+  cumem_stream_release(legacy);
   cumem_stream_release(stream);
   EXPECT_EQ(cumem_resource_release(cache), CUMEM_SUCCESS);
   EXPECT_EQ(cumem_resource_release(pool), CUMEM_SUCCESS);
