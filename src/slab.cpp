@@ -56,10 +56,47 @@ void refill(SizeClass& c, size_t index) {
   }
 }
 
-}  // namespace
+// Each thread keeps up to kThreadSlots free slots of each class, so that the
+// common allocate/release of one thread takes no lock; it trades batches of
+// kBatch with the shared lists, and gives its slots back when it exits.
+constexpr uint32_t kThreadSlots = 64;
+constexpr uint32_t kBatch = 32;
 
-void* allocate(size_t size) {
-  const size_t index = class_of(size);
+struct ThreadCache {
+  FreeSlot* free[kNumClasses];
+  uint32_t count[kNumClasses];
+  int state;  // 0: unused; 1: in use; 2: the thread is exiting (shared lists only)
+};
+thread_local ThreadCache cache;  // zero-initialized: no constructor, no destructor
+
+// Moves up to `n` slots from the front of the thread's list of `index` to
+// the shared list.
+void give_back(size_t index, uint32_t n) {
+  FreeSlot*& head = cache.free[index];
+  if (!head || n == 0) return;
+  FreeSlot* first = head;
+  FreeSlot* last = head;
+  uint32_t moved = 1;
+  while (moved < n && last->next) {
+    last = last->next;
+    ++moved;
+  }
+  head = last->next;
+  cache.count[index] -= moved;
+  SizeClass& c = classes()[index];
+  std::lock_guard<std::mutex> lock(c.mutex);
+  last->next = c.free;
+  c.free = first;
+}
+
+struct Flush {
+  ~Flush() {
+    for (size_t i = 0; i < kNumClasses; ++i) give_back(i, cache.count[i]);
+    cache.state = 2;
+  }
+};
+
+void* allocate_shared(size_t index) {
   SizeClass& c = classes()[index];
   std::lock_guard<std::mutex> lock(c.mutex);
   if (!c.free) refill(c, index);
@@ -68,15 +105,52 @@ void* allocate(size_t size) {
   return s;
 }
 
+}  // namespace
+
+void* allocate(size_t size) {
+  const size_t index = class_of(size);
+  if (__builtin_expect(cache.state != 1, 0)) {
+    if (cache.state == 2) return allocate_shared(index);
+    static thread_local Flush flush;  // gives the slots back at thread exit
+    (void)&flush;
+    cache.state = 1;
+  }
+  FreeSlot*& head = cache.free[index];
+  if (!head) {
+    // A batch from the shared list (carving a new chunk if it is empty).
+    SizeClass& c = classes()[index];
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (!c.free) refill(c, index);
+    for (uint32_t i = 0; i < kBatch && c.free; ++i) {
+      FreeSlot* s = c.free;
+      c.free = s->next;
+      s->next = head;
+      head = s;
+      ++cache.count[index];
+    }
+  }
+  FreeSlot* s = head;
+  head = s->next;
+  --cache.count[index];
+  return s;
+}
+
 void deallocate(void* object) noexcept {
   if (!object) return;
   Header* h = header_of(object);
   h->tag.store(0, std::memory_order_release);
-  SizeClass& c = classes()[h->size_class];
-  std::lock_guard<std::mutex> lock(c.mutex);
+  const size_t index = h->size_class;
   FreeSlot* s = static_cast<FreeSlot*>(object);
-  s->next = c.free;
-  c.free = s;
+  if (cache.state != 1) {  // not set up, or exiting: straight to the shared list
+    SizeClass& c = classes()[index];
+    std::lock_guard<std::mutex> lock(c.mutex);
+    s->next = c.free;
+    c.free = s;
+    return;
+  }
+  s->next = cache.free[index];
+  cache.free[index] = s;
+  if (++cache.count[index] > kThreadSlots) give_back(index, kBatch);
 }
 
 }  // namespace cumem::core::slab
