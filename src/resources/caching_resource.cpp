@@ -6,7 +6,9 @@
 //   rounded size, and handed out again from there: an allocate + free pair
 //   takes no shared lock and writes no shared cache line. A shard keeps up
 //   to kShardCap cached bytes; beyond that, freed blocks go to the central
-//   cache, which every thread looks in before asking the upstream.
+//   cache, which every thread looks in before asking the upstream. Before
+//   asking it, a thread whose cache holds over an eighth of what the
+//   adaptor reserves gives some of its small blocks back (give_back_for).
 // - Large blocks (above 1 MiB) come from segments, each one upstream
 //   allocation. The central cache hands out the smallest free piece that
 //   fits, split to the rounded size; a freed piece merges with free
@@ -34,6 +36,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -58,6 +64,7 @@ constexpr uint64_t kShardCap = uint64_t{256} << 20;
 constexpr size_t kThreadLarge = 4;
 constexpr int kSameStreamScan = 8;  // entries looked at for one on the same stream
 constexpr size_t kStreamsKept = 8;  // unused stream references a cache keeps
+constexpr uint64_t kCachedShare = 8;  // see give_back_for
 
 uint64_t round_size(uint64_t size) {
   if (size <= kMinBlock) return kMinBlock;
@@ -127,40 +134,78 @@ struct Block {
   uintptr_t key = 0;
 };
 
-// Cached small blocks by rounded size.
-struct Bins {
-  std::unordered_map<uint64_t, std::vector<Block>> bins;
-  uint64_t last_size = 0;
-  std::vector<Block>* last_bin = nullptr;
+// The small size classes: 512 B, then 8 steps per power of two to 1 MiB.
+constexpr size_t kSmallClasses = 1 + 11 * 8;
+size_t small_class(uint64_t rounded) {
+  if (rounded <= kMinBlock) return 0;
+  const int k = 63 - __builtin_clzll(rounded - 1);  // 2^k < rounded <= 2^(k+1)
+  const uint64_t step = (uint64_t{1} << k) >> 3;
+  return 1 + static_cast<size_t>(k - 9) * 8 + static_cast<size_t>(rounded / step - 9);
+}
 
-  std::vector<Block>& bin(uint64_t size) {
-    if (last_bin && last_size == size) return *last_bin;
-    last_size = size;
-    last_bin = &bins[size];
-    return *last_bin;
+// Cached blocks of one size class, newest last. The storage is whole cache
+// lines of its own, so that threads' caches never share one.
+class Stack {
+ public:
+  Stack() = default;
+  Stack(const Stack&) = delete;
+  Stack& operator=(const Stack&) = delete;
+  ~Stack() { std::free(blocks_); }
+  size_t size() const { return size_; }
+  Block& operator[](size_t i) { return blocks_[i]; }
+  void push(const Block& b) {
+    if (size_ == capacity_) grow();
+    blocks_[size_++] = b;
   }
+  Block pop() { return blocks_[--size_]; }
+  Block take_at(size_t i) {
+    const Block b = blocks_[i];
+    std::memmove(blocks_ + i, blocks_ + i + 1, (size_ - i - 1) * sizeof(Block));
+    --size_;
+    return b;
+  }
+  void clear() { size_ = 0; }
+
+ private:
+  void grow() {
+    const size_t capacity = capacity_ ? capacity_ * 2 : 64 / sizeof(Block) * 2;
+    const size_t bytes = (capacity * sizeof(Block) + 63) / 64 * 64;
+    auto* blocks = static_cast<Block*>(std::aligned_alloc(64, bytes));
+    if (!blocks) throw std::bad_alloc();
+    if (size_) std::memcpy(blocks, blocks_, size_ * sizeof(Block));
+    std::free(blocks_);
+    blocks_ = blocks;
+    capacity_ = bytes / sizeof(Block);
+  }
+  Block* blocks_ = nullptr;
+  size_t size_ = 0, capacity_ = 0;
+};
+
+// Cached small blocks by size class.
+struct Bins {
+  Stack classes[kSmallClasses];
+
+  void push(const Block& b) { classes[small_class(b.size)].push(b); }
   // A block of `size`, preferably freed on `key`; false when none.
   bool take(uint64_t size, uintptr_t key, Block& out) {
-    std::vector<Block>& b = bin(size);
-    const int n = static_cast<int>(b.size());
+    Stack& b = classes[small_class(size)];
+    const size_t n = b.size();
     if (n == 0) return false;
-    for (int i = n - 1; i >= 0 && i >= n - kSameStreamScan; --i) {
-      if (b[static_cast<size_t>(i)].key == key) {
-        out = b[static_cast<size_t>(i)];
-        b.erase(b.begin() + i);
+    for (size_t i = n; i-- > 0 && i + kSameStreamScan >= n;) {
+      if (b[i].key == key) {
+        out = b.take_at(i);
         return true;
       }
     }
-    out = b.back();
-    b.pop_back();
+    out = b.pop();
     return true;
   }
   template <class Fn>
   void drain(Fn&& fn) {
-    for (auto& [size, bin] : bins)
-      for (const Block& b : bin) fn(b);
-    bins.clear();
-    last_bin = nullptr;
+    for (Stack& c : classes) {
+      for (size_t i = 0; i < c.size(); ++i) fn(c[i]);
+      c.clear();
+    }
   }
 };
 
@@ -243,7 +288,8 @@ class CachingResource final : public Adaptor, public Caching {
       c.misses += n.misses;
       c.stream_reuses += n.reuses;
     };
-    for (Shard& s : shards_) {
+    for (size_t i = 0; i <= kThreadShards; ++i) {
+      Shard& s = shards_[i];
       std::lock_guard<Shard> lock(s);
       c.bytes_cached += s.cached;
       add(s.counts);
@@ -262,7 +308,8 @@ class CachingResource final : public Adaptor, public Caching {
   void release_cached() override {
     // Every thread's blocks go to the central cache first.
     std::vector<Block> small, large;
-    for (Shard& s : shards_) {
+    for (size_t i = 0; i <= kThreadShards; ++i) {
+      Shard& s = shards_[i];
       std::lock_guard<Shard> lock(s);
       s.small.drain([&](const Block& b) { small.push_back(b); });
       large.insert(large.end(), s.large.begin(), s.large.end());
@@ -372,6 +419,7 @@ class CachingResource final : public Adaptor, public Caching {
       if (return_large_blocks(s))
         if (void* p = take_central_large(rounded, key, stream)) return p;
     }
+    give_back_for(s, rounded);
     return allocate_upstream(size, rounded, stream);
   }
 
@@ -401,7 +449,7 @@ class CachingResource final : public Adaptor, public Caching {
         s.cached += block.size;
         s.streams.add(block.key, stream);
         if (block.size <= kSmallLimit) {
-          s.small.bin(block.size).push_back(block);
+          s.small.push(block);
           return;
         }
         s.large.push_back(block);
@@ -419,11 +467,45 @@ class CachingResource final : public Adaptor, public Caching {
     }
     std::lock_guard<std::mutex> lock(central_.mutex);
     if (evicted.size <= kSmallLimit) {
-      central_.small.bin(evicted.size).push_back(evicted);
+      central_.small.push(evicted);
       central_.small_cached += evicted.size;
       central_.streams.add(evicted.key, evicted_on);
     } else {
       free_piece(evicted, evicted_on);
+    }
+  }
+
+  // Before the upstream is asked for more: when this thread's cache holds
+  // more than 1/kCachedShare of what the adaptor reserves, its oldest small
+  // blocks go back to the upstream (each ordered on the stream it was freed
+  // on), largest size classes first, until as much as the request is freed:
+  // memory the upstream can hand out again instead of reserving more.
+  void give_back_for(Shard& s, uint64_t rounded) {
+    const uint64_t reserved = reserved_.load(std::memory_order_relaxed);
+    std::vector<std::pair<Block, Ref<Stream>>> out;
+    {
+      std::lock_guard<Shard> lock(s);
+      if (s.cached * kCachedShare <= reserved) return;
+      uint64_t freed = 0;
+      for (size_t c = kSmallClasses; c-- > 0 && freed < rounded;) {
+        Stack& stack = s.small.classes[c];
+        for (size_t i = 0; i < stack.size() && freed < rounded;) {
+          // A per-thread default stream cannot be named here: kept.
+          if (is_per_thread_key(stack[i].key)) {
+            ++i;
+            continue;
+          }
+          const Block b = stack.take_at(i);
+          out.emplace_back(b, Ref<Stream>::share(const_cast<Stream*>(s.streams.stream(b.key))));
+          s.streams.remove(b.key);
+          s.cached -= b.size;
+          freed += b.size;
+        }
+      }
+    }
+    for (const auto& [b, stream] : out) {
+      upstream().deallocate_raw(b.ptr, static_cast<size_t>(b.size), stream.get());
+      reserved_.fetch_sub(b.size, std::memory_order_relaxed);
     }
   }
 
@@ -600,7 +682,8 @@ class CachingResource final : public Adaptor, public Caching {
   }
 
   const bool stream_ordered_;
-  mutable Shard shards_[kThreadShards + 1];
+  // Apart from the object: kThreadShards + 1 shards of a few KiB each.
+  const std::unique_ptr<Shard[]> shards_{new Shard[kThreadShards + 1]};
   mutable Central central_;
   std::atomic<uint64_t> reserved_{0}, peak_reserved_{0}, retries_{0};
 };

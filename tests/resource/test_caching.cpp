@@ -61,12 +61,12 @@ TEST_F(Caching, SizesAreRoundedAsDocumented) {
     uint64_t reserved;
   } cases[] = {{1, 512}, {513, 576}, {1000, 1024}, {4097, 4608},
                {(1 << 20) - 1, 1 << 20}, {(1 << 20) + 1, 2 << 20}, {(5 << 20) + 1, 6 << 20}};
-  uint64_t total = 0;
   for (const auto& c : cases) {
+    CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));  // reserve only this block
     void* p = nullptr;
     CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, c.size, nullptr, &p));
-    total += c.reserved;
-    EXPECT_EQ(caching_of(cache).bytes_reserved, total) << "size " << c.size;
+    EXPECT_EQ(caching_of(cache).bytes_reserved, c.reserved) << "size " << c.size;
+    EXPECT_EQ(statistics_of(host).bytes_in_use, c.reserved) << "size " << c.size;
     std::memset(p, 0x7f, c.size);  // the whole size is usable
     CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, c.size, nullptr));
   }
@@ -82,7 +82,11 @@ TEST_F(Caching, OutOfMemoryGivesTheCacheBackAndRetries) {
   CUMEM_ASSERT_OK(cumem_caching_resource_create(limit, &c));
   void* a = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate_raw(c, 2048, nullptr, &a));
-  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(c, a, 2048, nullptr));  // cached: 2048 held
+  // Freed by another thread: cached there, where this thread's miss does
+  // not look (it gives back only its own cache), so the upstream refuses.
+  std::thread([&] {
+    EXPECT_EQ(cumem_resource_deallocate_raw(c, a, 2048, nullptr), CUMEM_SUCCESS);
+  }).join();  // cached: 2048 held
   void* b = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate_raw(c, 3000, nullptr, &b));  // 3072 fits only without it
   cumem_caching_statistics_t s = caching_of(c);
@@ -269,6 +273,24 @@ TEST_F(Caching, AThreadCacheAboveItsCapSharesWithOtherThreads) {
   EXPECT_EQ(c.misses, misses) << "the other thread was served from the central cache";
   EXPECT_EQ(c.bytes_cached, 256 * MiB);
   EXPECT_EQ(c.bytes_reserved, uint64_t{kBlocks} * MiB);
+}
+
+TEST_F(Caching, AMissGivesBackBlocksOfOtherSizesWhenTheCacheHoldsMuch) {
+  // 100 blocks of 4 KiB cached, then 100 of 8 KiB asked for: while the
+  // thread's cache holds over an eighth of what is reserved, each miss
+  // first gives back 4 KiB blocks the upstream can reuse.
+  std::vector<void*> blocks(100);
+  for (void*& p : blocks) CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 4096, nullptr, &p));
+  for (void* p : blocks) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, 4096, nullptr));
+  EXPECT_EQ(caching_of(cache).bytes_reserved, 100u * 4096);
+  for (void*& p : blocks) CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 8192, nullptr, &p));
+  const cumem_caching_statistics_t c = caching_of(cache);
+  EXPECT_LT(c.bytes_reserved, 100u * 4096 + 100u * 8192 - 300u * 1024)
+      << "without giving back, 1200 KiB would be reserved";
+  EXPECT_LE(c.bytes_cached * 8, c.bytes_reserved) << "what stays cached is under an eighth";
+  EXPECT_EQ(statistics_of(host).bytes_in_use, c.bytes_reserved) << "what went back was freed";
+  for (void* p : blocks) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, 8192, nullptr));
+  EXPECT_EQ(statistics_of(cache).bytes_in_use, 0u);
 }
 
 }  // namespace
