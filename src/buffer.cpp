@@ -92,11 +92,14 @@ Ref<Buffer> Buffer::owned_by(Ref<Resource> resource, void* ptr, size_t size,
 }
 
 Ref<Buffer> Buffer::allocate(Ref<Resource> resource, size_t size, const Stream* stream) {
-  void* ptr = resource->allocate_raw(size, stream);
+  // The caller's reference keeps the resource alive on the failure path too;
+  // the buffer takes `resource` over without another count on it.
+  Resource& r = *resource;
+  void* ptr = r.allocate_raw(size, stream);
   try {
-    return owned_by(resource, ptr, size, stream);
+    return owned_by(std::move(resource), ptr, size, stream);
   } catch (...) {
-    resource->deallocate_raw(ptr, size, stream);  // no buffer: give the memory back
+    r.deallocate_raw(ptr, size, stream);  // no buffer: give the memory back
     throw;
   }
 }
