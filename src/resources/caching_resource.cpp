@@ -475,43 +475,18 @@ class CachingResource final : public Adaptor, public Caching {
     }
   }
 
-  // Before the upstream is asked for more: when this thread's cache and the
-  // central one hold more than 1/kCachedShare of what the adaptor reserves,
-  // cached memory goes back to the upstream (each block ordered on the
-  // stream it was freed on) until as much as the request is freed: large
-  // segments free whole first, largest first, then the thread's oldest small
-  // blocks, largest size classes first. Memory the upstream can hand out
-  // again instead of reserving more.
+  // Before the upstream is asked for more: when this thread's cache holds
+  // more than 1/kCachedShare of what the adaptor reserves, its oldest small
+  // blocks go back to the upstream (each ordered on the stream it was freed
+  // on), largest size classes first, until as much as the request is freed:
+  // memory the upstream can hand out again instead of reserving more.
   void give_back_for(Shard& s, uint64_t rounded) {
     const uint64_t reserved = reserved_.load(std::memory_order_relaxed);
     std::vector<std::pair<Block, Ref<Stream>>> out;
-    uint64_t freed = 0;
-    {
-      std::lock_guard<std::mutex> lock(central_.mutex);
-      uint64_t cached = central_.large_free + central_.small_cached;
-      {
-        std::lock_guard<Shard> shard_lock(s);
-        cached += s.cached;
-      }
-      if (cached * kCachedShare <= reserved) return;
-      std::vector<Piece*> whole;  // segments free whole, largest first
-      for (auto it = central_.by_size.rbegin(); it != central_.by_size.rend(); ++it) {
-        Piece* p = it->second;
-        if (!p->prev && !p->next && !is_per_thread_key(p->key)) whole.push_back(p);
-      }
-      for (Piece* p : whole) {
-        if (freed >= rounded) break;
-        out.emplace_back(Block{p->ptr, p->size, p->key},
-                         Ref<Stream>::share(const_cast<Stream*>(central_.streams.stream(p->key))));
-        central_.streams.remove(p->key);
-        central_.erase_free(p);
-        central_.pieces.erase(p->ptr);
-        freed += p->size;
-        delete p;
-      }
-    }
     {
       std::lock_guard<Shard> lock(s);
+      if (s.cached * kCachedShare <= reserved) return;
+      uint64_t freed = 0;
       for (size_t c = kSmallClasses; c-- > 0 && freed < rounded;) {
         Stack& stack = s.small.classes[c];
         for (size_t i = 0; i < stack.size() && freed < rounded;) {

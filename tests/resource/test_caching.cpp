@@ -293,17 +293,4 @@ TEST_F(Caching, AMissGivesBackBlocksOfOtherSizesWhenTheCacheHoldsMuch) {
   EXPECT_EQ(statistics_of(cache).bytes_in_use, 0u);
 }
 
-TEST_F(Caching, ALargeMissGivesBackSegmentsFreeWhole) {
-  void* small_one = nullptr;
-  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 8 * MiB, nullptr, &small_one));
-  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, small_one, 8 * MiB, nullptr));
-  void* big = nullptr;  // does not fit the cached 8 MiB: it goes back first
-  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 16 * MiB, nullptr, &big));
-  const cumem_caching_statistics_t c = caching_of(cache);
-  EXPECT_EQ(c.bytes_reserved, 16 * MiB) << "not 24 MiB: the free 8 MiB went back";
-  EXPECT_EQ(c.bytes_cached, 0u);
-  EXPECT_EQ(statistics_of(host).bytes_in_use, 16 * MiB);
-  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, big, 16 * MiB, nullptr));
-}
-
 }  // namespace
