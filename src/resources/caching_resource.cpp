@@ -10,7 +10,8 @@
 //   asking it, a thread whose cache holds over an eighth of what the
 //   adaptor reserves gives some of its small blocks back (give_back_for).
 // - Large blocks (above 1 MiB) come from segments, each one upstream
-//   allocation. The central cache hands out the smallest free piece that
+//   allocation: of 20 MiB for requests under 10 MiB (when the upstream has
+//   room), else of the rounded size. The central cache hands out the smallest free piece that
 //   fits, split to the rounded size; a freed piece merges with free
 //   neighbours of its segment freed on the same stream, and a segment that
 //   is free whole goes back to the upstream when the cache is released. A
@@ -60,6 +61,8 @@ namespace {
 constexpr uint64_t kMinBlock = 512;
 constexpr uint64_t kSmallLimit = uint64_t{1} << 20;
 constexpr uint64_t kLargeStep = uint64_t{2} << 20;
+constexpr uint64_t kMidLimit = uint64_t{10} << 20;
+constexpr uint64_t kMidSegment = uint64_t{20} << 20;
 constexpr uint64_t kShardCap = uint64_t{256} << 20;
 constexpr size_t kThreadLarge = 4;
 constexpr int kSameStreamScan = 8;  // entries looked at for one on the same stream
@@ -612,28 +615,41 @@ class CachingResource final : public Adaptor, public Caching {
     return p->ptr;
   }
 
-  void* allocate_upstream(size_t size, uint64_t rounded, const Stream* stream) {
-    void* ptr = nullptr;
+  // The upstream's memory, or nullptr when it is out of memory.
+  void* try_upstream(uint64_t bytes, const Stream* stream, std::string* refusal) {
     try {
-      ptr = upstream().allocate_raw(static_cast<size_t>(rounded), stream);
-    } catch (const Error& first) {
-      if (first.status() != Status::out_of_memory) throw;
+      return upstream().allocate_raw(static_cast<size_t>(bytes), stream);
+    } catch (const Error& e) {
+      if (e.status() != Status::out_of_memory) throw;
+      if (refusal) *refusal = e.what();
+      return nullptr;
+    }
+  }
+
+  void* allocate_upstream(size_t size, uint64_t rounded, const Stream* stream) {
+    // A large request under kMidLimit takes a kMidSegment segment, split
+    // (when the upstream has room for it): several fit one allocation.
+    uint64_t segment = rounded > kSmallLimit && rounded < kMidLimit ? kMidSegment : rounded;
+    void* ptr = segment > rounded ? try_upstream(segment, stream, nullptr) : nullptr;
+    if (!ptr) {
+      segment = rounded;
+      ptr = try_upstream(rounded, stream, nullptr);
+    }
+    if (!ptr) {
       retries_.fetch_add(1, std::memory_order_relaxed);
       const CachingStatistics before = caching_statistics();
       release_cached();
       if (auto* pool = dynamic_cast<PoolResource*>(&upstream())) pool->pool_trim(0);
-      try {
-        ptr = upstream().allocate_raw(static_cast<size_t>(rounded), stream);
-      } catch (const Error& again) {
-        if (again.status() != Status::out_of_memory) throw;
+      std::string refusal;
+      ptr = try_upstream(rounded, stream, &refusal);
+      if (!ptr)
         fail(Status::out_of_memory,
              "the cache asked its upstream for " + describe_bytes(rounded) + " (" +
                  describe_bytes(size) + " rounded up) and was refused even after giving back " +
                  describe_bytes(before.bytes_cached) + " of cached blocks; it had " +
                  describe_bytes(before.bytes_reserved - before.bytes_cached) + " in use of " +
                  describe_bytes(before.bytes_reserved) + " reserved; the upstream said: " +
-                 again.what());
-      }
+                 refusal);
     }
     if (rounded > kSmallLimit) {
       std::lock_guard<std::mutex> lock(central_.mutex);
@@ -641,13 +657,24 @@ class CachingResource final : public Adaptor, public Caching {
       p->ptr = static_cast<char*>(ptr);
       p->size = rounded;
       central_.pieces.emplace(ptr, p);
+      if (segment > rounded) {  // the rest is free, ordered after this stream's work
+        Piece* rest = new Piece;
+        rest->ptr = p->ptr + rounded;
+        rest->size = segment - rounded;
+        rest->key = stream_ordered_ ? stream_key(stream) : kAnyStream;
+        rest->prev = p;
+        p->next = rest;
+        central_.pieces.emplace(rest->ptr, rest);
+        central_.streams.add(rest->key, stream_ordered_ ? stream : nullptr);
+        central_.insert_free(rest);
+      }
       ++central_.counts.misses;
     } else {
       Shard& s = shards_[thread_shard().index];
       std::lock_guard<Shard> lock(s);
       ++s.counts.misses;
     }
-    const uint64_t now = reserved_.fetch_add(rounded, std::memory_order_relaxed) + rounded;
+    const uint64_t now = reserved_.fetch_add(segment, std::memory_order_relaxed) + segment;
     uint64_t peak = peak_reserved_.load(std::memory_order_relaxed);
     while (now > peak &&
            !peak_reserved_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {

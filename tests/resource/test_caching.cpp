@@ -56,11 +56,13 @@ TEST_F(Caching, AFreedBlockIsHandedOutAgainWithoutTheUpstream) {
 }
 
 TEST_F(Caching, SizesAreRoundedAsDocumented) {
+  // Large requests under 10 MiB take a 20 MiB segment (the rest cached).
   const struct {
     size_t size;
     uint64_t reserved;
   } cases[] = {{1, 512}, {513, 576}, {1000, 1024}, {4097, 4608},
-               {(1 << 20) - 1, 1 << 20}, {(1 << 20) + 1, 2 << 20}, {(5 << 20) + 1, 6 << 20}};
+               {(1 << 20) - 1, 1 << 20}, {(1 << 20) + 1, 20 << 20}, {(5 << 20) + 1, 20 << 20},
+               {(10 << 20) - 1, 10 << 20}, {(13 << 20) + 1, 14 << 20}};
   for (const auto& c : cases) {
     CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));  // reserve only this block
     void* p = nullptr;
@@ -164,9 +166,9 @@ constexpr size_t MiB = size_t{1} << 20;
 
 TEST_F(Caching, ALargeBlockIsSplitForSmallerLargeRequests) {
   void* whole = nullptr;
-  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 8 * MiB, nullptr, &whole));
-  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, whole, 8 * MiB, nullptr));
-  // 3 MiB rounds to 4 MiB: both requests are pieces of the one 8 MiB block.
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 16 * MiB, nullptr, &whole));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, whole, 16 * MiB, nullptr));
+  // 3 MiB rounds to 4 MiB: both requests are pieces of the one 16 MiB block.
   void* a = nullptr;
   void* b = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 2 * MiB, nullptr, &a));
@@ -179,11 +181,11 @@ TEST_F(Caching, ALargeBlockIsSplitForSmallerLargeRequests) {
   cumem_caching_statistics_t c = caching_of(cache);
   EXPECT_EQ(c.misses, 1u);
   EXPECT_EQ(c.hits, 2u);
-  EXPECT_EQ(c.bytes_reserved, 8 * MiB) << "nothing more was asked of the upstream";
-  EXPECT_EQ(c.bytes_cached, 2 * MiB) << "the rest of the block stays free";
+  EXPECT_EQ(c.bytes_reserved, 16 * MiB) << "nothing more was asked of the upstream";
+  EXPECT_EQ(c.bytes_cached, 10 * MiB) << "the rest of the block stays free";
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, a, 2 * MiB, nullptr));
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, b, 3 * MiB, nullptr));
-  EXPECT_EQ(caching_of(cache).bytes_cached, 8 * MiB);
+  EXPECT_EQ(caching_of(cache).bytes_cached, 16 * MiB);
   EXPECT_EQ(statistics_of(cache).bytes_in_use, 0u);
 }
 
@@ -212,8 +214,8 @@ TEST_F(Caching, FreedPiecesMergeBackIntoTheirBlock) {
 
 TEST_F(Caching, ReleaseGivesBackWholeBlocksAndKeepsSplitOnesInUse) {
   void* whole = nullptr;
-  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 8 * MiB, nullptr, &whole));
-  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, whole, 8 * MiB, nullptr));
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 12 * MiB, nullptr, &whole));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, whole, 12 * MiB, nullptr));
   void* kept = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 2 * MiB, nullptr, &kept));
   void* other = nullptr;
@@ -221,9 +223,9 @@ TEST_F(Caching, ReleaseGivesBackWholeBlocksAndKeepsSplitOnesInUse) {
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, other, 10 * MiB, nullptr));
   CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
   const cumem_caching_statistics_t c = caching_of(cache);
-  EXPECT_EQ(c.bytes_reserved, 8 * MiB) << "the block with a piece in use stays";
-  EXPECT_EQ(c.bytes_cached, 6 * MiB);
-  EXPECT_EQ(statistics_of(host).bytes_in_use, 8 * MiB);
+  EXPECT_EQ(c.bytes_reserved, 12 * MiB) << "the block with a piece in use stays";
+  EXPECT_EQ(c.bytes_cached, 10 * MiB);
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 12 * MiB);
   std::memset(kept, 3, 2 * MiB);  // still usable
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, kept, 2 * MiB, nullptr));
   CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
@@ -291,6 +293,38 @@ TEST_F(Caching, AMissGivesBackBlocksOfOtherSizesWhenTheCacheHoldsMuch) {
   EXPECT_EQ(statistics_of(host).bytes_in_use, c.bytes_reserved) << "what went back was freed";
   for (void* p : blocks) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, 8192, nullptr));
   EXPECT_EQ(statistics_of(cache).bytes_in_use, 0u);
+}
+
+TEST_F(Caching, MidSizedRequestsShareTwentyMebibyteSegments) {
+  // Four 4 MiB requests: one upstream allocation of 20 MiB serves them all.
+  void* blocks[4] = {};
+  for (void*& p : blocks) CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 4 * MiB, nullptr, &p));
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(blocks[i], static_cast<char*>(blocks[0]) + i * 4 * MiB);
+  cumem_caching_statistics_t c = caching_of(cache);
+  EXPECT_EQ(c.misses, 1u);
+  EXPECT_EQ(c.hits, 3u);
+  EXPECT_EQ(c.bytes_reserved, 20 * MiB);
+  EXPECT_EQ(c.bytes_cached, 4 * MiB);
+  for (void* p : blocks) std::memset(p, 5, 4 * MiB);  // all usable, no overlap to corrupt
+  for (void* p : blocks) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, 4 * MiB, nullptr));
+  CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
+  EXPECT_EQ(caching_of(cache).bytes_reserved, 0u) << "the segment merged and went back whole";
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 0u);
+}
+
+TEST_F(Caching, AMidSizedRequestFallsBackToItsOwnSizeWhenTheSegmentDoesNotFit) {
+  cumem_resource_t* limit = nullptr;
+  CUMEM_ASSERT_OK(cumem_limit_resource_create(host, 8 * MiB, &limit));
+  cumem_resource_t* c = nullptr;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(limit, &c));
+  void* p = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(c, 3 * MiB, nullptr, &p));
+  EXPECT_EQ(caching_of(c).bytes_reserved, 4 * MiB) << "20 MiB is over the limit: 4 MiB asked";
+  EXPECT_EQ(caching_of(c).oom_retries, 0u) << "not a retry: the segment was optional";
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(c, p, 3 * MiB, nullptr));
+  cumem_resource_release(c);
+  EXPECT_EQ(statistics_of(limit).bytes_in_use, 0u);
+  cumem_resource_release(limit);
 }
 
 }  // namespace
