@@ -27,16 +27,19 @@ pc=$(find "$work/stage" -name cumem.pc | head -n 1)
 libdir=$(dirname "$(dirname "$pc")")
 # pkg-config reads the .pc of the staged tree and puts the staging directory
 # before every path it prints.
-export PKG_CONFIG_PATH="$(dirname "$pc")" PKG_CONFIG_SYSROOT_DIR="$work/stage"
-export PKG_CONFIG_LIBDIR=/nonexistent
+PKG_CONFIG_PATH=$(dirname "$pc")
+PKG_CONFIG_SYSROOT_DIR="$work/stage"
+PKG_CONFIG_LIBDIR=/nonexistent
+export PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_LIBDIR
 
 # Versions and file names.
 header="$root/include/cumem/cumem.h"
 version=$(awk '$1 == "#define" && $2 ~ /^CUMEM_VERSION_(MAJOR|MINOR|PATCH)$/ { v = v sep $3; sep = "." } END { print v }' "$header")
 major=${version%%.*}
 minor=$(echo "$version" | cut -d. -f2)
-[ -f "$libdir/libcumem.so.$version" ] && [ ! -L "$libdir/libcumem.so.$version" ] ||
+if [ ! -f "$libdir/libcumem.so.$version" ] || [ -L "$libdir/libcumem.so.$version" ]; then
   fail "no file libcumem.so.$version in $libdir: $(ls "$libdir")"
+fi
 [ "$(readlink "$libdir/libcumem.so.$major")" = "libcumem.so.$version" ] || fail "libcumem.so.$major is not a link to libcumem.so.$version"
 [ "$(readlink "$libdir/libcumem.so")" = "libcumem.so.$major" ] || fail "libcumem.so is not a link to libcumem.so.$major"
 soname=$(readelf -d "$libdir/libcumem.so.$version" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
