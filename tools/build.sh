@@ -11,6 +11,8 @@ command -v meson >/dev/null 2>&1 || missing="$missing meson"
 command -v ninja >/dev/null 2>&1 || missing="$missing ninja-build"
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 command -v nm >/dev/null 2>&1 || missing="$missing binutils"
+# CMake builds the find_package(cumem) consumer of tools/check-install.sh.
+command -v cmake >/dev/null 2>&1 || missing="$missing cmake"
 have_gtest=no
 if pkg-config --exists gtest_main 2>/dev/null; then have_gtest=yes; fi
 for dir in /usr/include /usr/local/include; do

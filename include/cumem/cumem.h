@@ -107,17 +107,24 @@
 /* Version and export                                                        */
 /* ------------------------------------------------------------------------ */
 
-#define CUMEM_VERSION_MAJOR 0
-#define CUMEM_VERSION_MINOR 1
+/* The major version is the ABI version: the library file is
+ * libcumem.so.<MAJOR>.<MINOR>.<PATCH>, its SONAME libcumem.so.<MAJOR>
+ * (docs/ABI.md, "Versions and file names"). */
+#define CUMEM_VERSION_MAJOR 1
+#define CUMEM_VERSION_MINOR 0
 #define CUMEM_VERSION_PATCH 0
-/** The library's ABI major: the SONAME is libcumem.so.<CUMEM_ABI_VERSION>. */
+/** The library's ABI major, equal to CUMEM_VERSION_MAJOR: the SONAME is libcumem.so.<CUMEM_ABI_VERSION>. */
 #define CUMEM_ABI_VERSION 1
 #define CUMEM_MAKE_VERSION(major, minor, patch) \
   ((major) * 10000 + (minor) * 100 + (patch))
 #define CUMEM_VERSION_NUMBER \
   CUMEM_MAKE_VERSION(CUMEM_VERSION_MAJOR, CUMEM_VERSION_MINOR, CUMEM_VERSION_PATCH)
 
-#if defined(CUMEM_BUILDING_LIBRARY)
+/* Default visibility for the library and for its users alike: a user that
+ * builds with -fvisibility=hidden or includes this header under
+ * `#pragma GCC visibility push(hidden)` still refers to the library's
+ * symbols rather than to hidden ones of its own, which would not link. */
+#if defined(__GNUC__) || defined(__clang__)
 #define CUMEM_API __attribute__((visibility("default")))
 #else
 #define CUMEM_API
