@@ -147,15 +147,18 @@ uint64_t check_import(const DLTensor& t, uint64_t flags) {
                                        " and lanes " + std::to_string(t.dtype.lanes) +
                                        ": both must be at least 1");
   uint64_t count = 1;
-  bool overflow = false;
+  bool overflow = false, empty = false;
   for (int32_t i = 0; i < t.ndim; ++i) {
     if (t.shape[i] < 0)
       fail(Status::invalid_argument, dim_text(i) + " has a negative size " +
                                          std::to_string(t.shape[i]));
+    if (t.shape[i] == 0) empty = true;
     if (!overflow && __builtin_mul_overflow(count, static_cast<uint64_t>(t.shape[i]), &count))
       overflow = true;
   }
-  if (count == 0) return 0;  // shape has a zero (an overflow before it does not matter)
+  // A zero size means no elements, whatever the other sizes (an overflow of
+  // their product does not matter); a wrapped product of zero does not.
+  if (empty) return 0;
   if (overflow || count > static_cast<uint64_t>(INT64_MAX))
     fail(Status::invalid_argument, "the shape's element count overflows 63 bits");
   if (t.strides) {

@@ -370,6 +370,10 @@ TEST_F(DlpackHost, BadTensorsAreRefusedAndStayTheCallers) {
   {
     HandTensor h(data, {INT64_MAX, 4});
     expect_import_error(h, CUMEM_ERROR_INVALID_ARGUMENT, "overflows");
+    // Sizes whose product wraps to exactly 0 mod 2^64 (found by the fuzzer).
+    h.shape = {int64_t{0xbc000000}, int64_t{0xd20000000000}};
+    h.t().shape = h.shape.data();
+    expect_import_error(h, CUMEM_ERROR_INVALID_ARGUMENT, "overflows");
     h.shape = {INT64_MAX / 2};
     h.t().shape = h.shape.data();
     h.t().ndim = 1;
