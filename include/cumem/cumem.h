@@ -910,7 +910,9 @@ CUMEM_API cumem_status_t cumem_buffer_set_deallocation_stream(
  *  without pool, registered and wrapped memory) first wait for that stream;
  *  wrapped memory then runs its release callback on the calling thread.
  *  Closing a slice frees nothing. The handle stays valid until released.
- *  CUMEM_ERROR_BUFFER_CLOSED: closed already. */
+ *  CUMEM_ERROR_BUFFER_CLOSED: closed already. CUMEM_ERROR_INVALID_STATE: a
+ *  DLPack tensor of the buffer (or of a slice of it) is still alive
+ *  (cumem_buffer_to_dlpack); release the buffer instead. */
 CUMEM_API cumem_status_t cumem_buffer_close(cumem_buffer_t* buffer,
                                             const cumem_stream_t* stream);
 
