@@ -114,6 +114,12 @@ CUMEM_STRUCT_FIELDS(cumem_launch_config_t, 0,
   CUMEM_FIELD(struct_size), CUMEM_FIELD(grid), CUMEM_FIELD(block),
   CUMEM_FIELD(shared_memory_bytes), CUMEM_FIELD(cluster))
 
+CUMEM_STRUCT_FIELDS(cumem_dlpack_options_t, 0,
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(dtype_code), CUMEM_FIELD(dtype_bits),
+  CUMEM_FIELD(dtype_lanes), CUMEM_FIELD(ndim), CUMEM_FIELD(reserved0), CUMEM_FIELD(shape),
+  CUMEM_FIELD(strides), CUMEM_FIELD(byte_offset), CUMEM_FIELD(device_type),
+  CUMEM_FIELD(read_only))
+
 // Read by cumem_resource_pool_set_attributes, written by _get_attributes.
 CUMEM_STRUCT_FIELDS(cumem_pool_attributes_t, 0,
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reuse_follow_event_dependencies),

@@ -189,8 +189,27 @@ void Buffer::set_deallocation_stream(Ref<Stream> stream) {
   deallocation_stream_ = std::move(stream);
 }
 
+void Buffer::add_export() noexcept {
+  for (Buffer* b = this; b; b = b->parent_.get()) b->exports_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Buffer::remove_export() noexcept {
+  for (Buffer* b = this; b; b = b->parent_.get()) b->exports_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void Buffer::set_release(ReleaseFn release, void* user_data) noexcept {
+  release_ = release;
+  user_data_ = user_data;
+  info_.owns_memory = release != nullptr;
+}
+
 void Buffer::close(const Stream* stream) {
   ensure_open();
+  if (const uint32_t n = exports_.load(std::memory_order_acquire))
+    fail(Status::invalid_state,
+         std::to_string(n) + " DLPack tensor" + (n == 1 ? " views" : "s view") +
+             " this buffer's memory; closing would free it under them (release the buffer "
+             "instead: the memory is freed when the last tensor's deleter runs)");
   if (closed_.exchange(true, std::memory_order_acq_rel))
     fail(Status::buffer_closed, "the buffer was closed");
   free_memory(stream ? stream : deallocation_stream_.get());

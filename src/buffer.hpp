@@ -61,6 +61,13 @@ class Buffer : public Object {
   const Ref<Resource>& resource() const { ensure_open(); return resource_; }
 
   void set_deallocation_stream(Ref<Stream> stream);
+  // DLPack (src/dlpack/): a tensor of this buffer is alive. close() is
+  // refused while any tensor of this buffer or of a slice of it is.
+  void add_export() noexcept;
+  void remove_export() noexcept;
+  // For factories of wrapped memory: the release callback, set once every
+  // check has passed (so that a failing factory never calls it).
+  void set_release(ReleaseFn release, void* user_data) noexcept;
   void close(const Stream* stream);
 
   static void copy(Buffer& dst, size_t dst_offset, const Buffer& src, size_t src_offset,
@@ -94,6 +101,7 @@ class Buffer : public Object {
   ReleaseFn release_ = nullptr;
   void* user_data_ = nullptr;
   std::atomic<bool> closed_{false};
+  std::atomic<uint32_t> exports_{0};
 };
 
 }  // namespace cumem::core

@@ -954,7 +954,9 @@ CUMEM_API cumem_status_t cumem_buffer_set_deallocation_stream(
  *  without pool, registered and wrapped memory) first wait for that stream;
  *  wrapped memory then runs its release callback on the calling thread.
  *  Closing a slice frees nothing. The handle stays valid until released.
- *  CUMEM_ERROR_BUFFER_CLOSED: closed already. */
+ *  CUMEM_ERROR_BUFFER_CLOSED: closed already. CUMEM_ERROR_INVALID_STATE: a
+ *  DLPack tensor of the buffer (or of a slice of it) is still alive
+ *  (cumem_buffer_to_dlpack); release the buffer instead. */
 CUMEM_API cumem_status_t cumem_buffer_close(cumem_buffer_t* buffer,
                                             const cumem_stream_t* stream);
 
@@ -1056,6 +1058,217 @@ CUMEM_API cumem_status_t cumem_buffer_advise(cumem_buffer_t* buffer,
  *  CUMEM_ERROR_NOT_SUPPORTED: the driver is older than 13.0. */
 CUMEM_API cumem_status_t cumem_buffer_discard(cumem_buffer_t* buffer,
                                               const cumem_stream_t* stream);
+
+/* ------------------------------------------------------------------------ */
+/* DLPack: buffers as tensors of other libraries, and tensors as buffers     */
+/* ------------------------------------------------------------------------ */
+/*
+ * The tensor structs are those of DLPack 1.1, in <cumem/dlpack.h> (include
+ * it to read their fields; this header only names them).
+ *
+ * Export (cumem_buffer_to_dlpack / _to_dlpack_legacy): the tensor views the
+ * buffer's memory and holds a reference to the buffer, so the memory stays
+ * valid until the tensor's deleter runs, whatever the caller releases. The
+ * deleter may run on any thread and must run exactly once (DLPack's rule);
+ * it never fails. While any tensor of a buffer (or of a slice of it) is
+ * alive, cumem_buffer_close of that buffer is refused with
+ * CUMEM_ERROR_INVALID_STATE (the memory would be freed under the tensor);
+ * releasing the buffer's handles is fine.
+ * The tensor's data pointer is the first element (buffer pointer plus
+ * options.byte_offset) and its byte_offset is 0, as PyTorch and NumPy
+ * export. Device, by the buffer's memory kind: host -> kDLCPU (id 0),
+ * device -> kDLCUDA, pinned -> kDLCUDAHost, managed -> kDLCUDAManaged (the
+ * buffer's device id, or 0 where it has none); options.device_type can
+ * present memory another valid way (pinned or managed as kDLCPU or kDLCUDA).
+ *
+ * Import (cumem_buffer_from_dlpack / _from_dlpack_legacy): the tensor's
+ * memory becomes a buffer that does not own it (owns_memory true, no
+ * resource); closing or releasing the buffer's last reference calls the
+ * tensor's deleter once, on that thread. On ANY failure the deleter is not
+ * called and the caller still owns the tensor. Accepted: DLPack major
+ * version 1 (versioned form); devices kDLCPU, kDLCUDA, kDLCUDAHost and
+ * kDLCUDAManaged (for the CUDA kinds the driver must know the pointer, and
+ * agree with the kind and device id); a compact row-major layout (strides
+ * NULL, or equal to those of a compact layout, where dimensions of size 1
+ * may have any stride, and tensors with no elements any strides); any
+ * dtype of DLDataTypeCode with bits and lanes non-zero (sub-byte types
+ * packed, or one byte each with DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
+ * at most CUMEM_DLPACK_MAX_NDIM dimensions. The buffer starts at
+ * data + byte_offset and holds exactly the tensor's bytes.
+ */
+
+struct DLManagedTensorVersioned;
+struct DLManagedTensor;
+
+/** The most dimensions libcumem exports or imports. */
+#define CUMEM_DLPACK_MAX_NDIM 64
+
+typedef struct cumem_dlpack_options_t {
+  uint32_t struct_size;
+  /** Element type (DLDataType: code, bits, lanes). bits 0 (the default,
+   *  and a zero-filled struct) means bytes: uint8, 8 bits, 1 lane. Export
+   *  needs bits * lanes to be a multiple of 8. */
+  uint8_t dtype_code;
+  uint8_t dtype_bits;
+  uint16_t dtype_lanes;
+  /** Dimensions in `shape` (and `strides`). With shape NULL it must be 0 or
+   *  1, and the tensor is 1-D over the whole buffer after byte_offset,
+   *  which must then hold a whole number of elements. With shape set, 0 is
+   *  a scalar (one element). */
+  int32_t ndim;
+  uint32_t reserved0; /**< must be 0 */
+  /** [in][optional] ndim sizes, each >= 0; copied by the call. */
+  const int64_t* shape;
+  /** [in][optional] ndim strides in elements, any sign; NULL: compact
+   *  row-major. Copied by the call. */
+  const int64_t* strides;
+  /** Bytes from the buffer's start to the first element. Default 0. */
+  uint64_t byte_offset;
+  /** 0 (default): the device follows the memory kind (see above); else a
+   *  DLDeviceType to present the memory as: kDLCPU for host-accessible
+   *  memory (host, pinned, managed), kDLCUDA for device-accessible memory
+   *  (device, pinned, managed), kDLCUDAHost for pinned, kDLCUDAManaged for
+   *  managed. Any other choice is CUMEM_ERROR_INVALID_ARGUMENT. */
+  int32_t device_type;
+  /** Sets DLPACK_FLAG_BITMASK_READ_ONLY (versioned tensors only). */
+  cumem_bool_t read_only;
+} cumem_dlpack_options_t;
+#define CUMEM_DLPACK_OPTIONS_INIT \
+  { (uint32_t)sizeof(cumem_dlpack_options_t), 0u, 0u, 0u, 0, 0u, NULL, NULL, 0u, 0, CUMEM_FALSE }
+CUMEM_API void cumem_dlpack_options_init(cumem_dlpack_options_t* options);
+
+/** Exports the buffer as a DLPack 1.1 versioned tensor (see above), which
+ *  the caller owns: call its deleter exactly once (or hand it to a library
+ *  that will). [in][optional] options (NULL: 1-D uint8 over the buffer).
+ *  The elements the shape and strides reach must lie inside the buffer.
+ *  CUMEM_ERROR_BUFFER_CLOSED: the buffer (or its parent) was closed.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: a bad dtype (bits 0 with lanes set, an
+ *  unknown code, a size not whole bytes), ndim negative or above
+ *  CUMEM_DLPACK_MAX_NDIM, a negative size, shape NULL with ndim > 1, a
+ *  buffer that is not a whole number of elements (default shape), element
+ *  counts or offsets that overflow, a device_type the memory cannot be
+ *  presented as, reserved0 not 0.
+ *  CUMEM_ERROR_OUT_OF_RANGE: an element the layout reaches lies before the
+ *  buffer's start or past its end (the message gives both extents). */
+CUMEM_API cumem_status_t cumem_buffer_to_dlpack(cumem_buffer_t* buffer,
+                                                const cumem_dlpack_options_t* options,
+                                                struct DLManagedTensorVersioned** out_tensor);
+/** The same as a legacy (DLPack 0.x, unversioned) DLManagedTensor, for
+ *  consumers that do not know the versioned form.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: options.read_only (a legacy tensor cannot
+ *  say it), besides the errors of cumem_buffer_to_dlpack. */
+CUMEM_API cumem_status_t cumem_buffer_to_dlpack_legacy(cumem_buffer_t* buffer,
+                                                       const cumem_dlpack_options_t* options,
+                                                       struct DLManagedTensor** out_tensor);
+
+/** Imports a versioned DLPack tensor as a buffer (see above): on success the
+ *  buffer owns the tensor and calls its deleter once when closed or last
+ *  released; on failure the caller still owns it (its deleter was not
+ *  called). Read-only tensors (DLPACK_FLAG_BITMASK_READ_ONLY): libcumem
+ *  buffers have no read-only mode, so they are refused unless
+ *  allow_read_only is true, by which the caller promises never to write
+ *  through the buffer (copies into it, fills, kernels).
+ *  CUMEM_ERROR_NOT_SUPPORTED: a major version other than 1, a device type
+ *  other than the four above, a read-only tensor without allow_read_only.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: ndim negative or above
+ *  CUMEM_DLPACK_MAX_NDIM, shape NULL with ndim > 0, a negative size, a
+ *  layout that is not compact row-major (the message names the dimension
+ *  and both strides), bits or lanes 0, an unknown dtype code, a byte count
+ *  that overflows, data NULL with bytes to view, a range that wraps past
+ *  the end of the address space, a negative device id, CUDA memory the
+ *  driver does not know or knows as another kind or device.
+ *  CUMEM_ERROR_NO_DRIVER: a CUDA device type and no driver. */
+CUMEM_API cumem_status_t cumem_buffer_from_dlpack(struct DLManagedTensorVersioned* tensor,
+                                                  cumem_bool_t allow_read_only,
+                                                  cumem_buffer_t** out_buffer);
+/** The same for a legacy DLManagedTensor (it has no version and no flags). */
+CUMEM_API cumem_status_t cumem_buffer_from_dlpack_legacy(struct DLManagedTensor* tensor,
+                                                         cumem_buffer_t** out_buffer);
+
+/* ------------------------------------------------------------------------ */
+/* Native streams, and libcumem as PyTorch's and CuPy's allocator            */
+/* ------------------------------------------------------------------------ */
+
+/** The raw pair of cumem_resource_allocate_raw / _deallocate_raw with a
+ *  native CUstream (as void*) instead of a cumem_stream_t, for allocators
+ *  of other libraries that hold only native streams: nothing is created
+ *  per call. NULL and CU_STREAM_LEGACY (0x1) mean the legacy default
+ *  stream, CU_STREAM_PER_THREAD (0x2) the calling thread's default stream
+ *  (of the resource's device). Each thread keeps a small cache of
+ *  non-owning stream objects by CUstream value (the first use of a stream
+ *  on a thread checks that it belongs to the resource's device:
+ *  CUMEM_ERROR_WRONG_DEVICE); libcumem never destroys the CUstream, which
+ *  must stay valid while it is used (and, for a caching adaptor, while a
+ *  block freed on it is cached). For a resource with no device (host), a
+ *  stream other than NULL/legacy needs a driver that can tell a stream's
+ *  device (CUDA 12.8+, else CUMEM_ERROR_NOT_SUPPORTED). Errors and
+ *  statistics as cumem_resource_allocate_raw / _deallocate_raw. */
+CUMEM_API cumem_status_t cumem_resource_allocate_native(cumem_resource_t* resource, size_t size,
+                                                        void* native_stream, void** out_ptr);
+CUMEM_API cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* resource,
+                                                          void* ptr, size_t size,
+                                                          void* native_stream);
+
+/*
+ * Framework allocator entry points: functions with exactly the signatures
+ * PyTorch's torch.cuda.memory.CUDAPluggableAllocator(path, "cumem_torch_alloc",
+ * "cumem_torch_free") and CuPy's cupy.cuda.memory.CFunctionAllocator(param,
+ * cumem_cupy_malloc, cumem_cupy_free, owner) call.
+ *
+ * The resource: for each device ordinal, the one given to
+ * cumem_framework_set_resource; until one is given, a default made on
+ * first use, chosen by the environment variable CUMEM_FRAMEWORK_RESOURCE:
+ * "device" (or unset/empty) for the device's default-pool device resource
+ * (cumem_device_resource_create with default options), "caching" for the
+ * caching adaptor over it. CuPy's `param` may also name a resource
+ * directly (a cumem_resource_t*; NULL: the per-device one).
+ *
+ * Every allocation is remembered (pointer -> resource, size, stream) until
+ * it is freed, so that: a free goes to the resource that allocated even if
+ * another resource was set meanwhile; CuPy's free needs no size; and a free
+ * on another stream than the allocation's is safe: the freeing stream first
+ * waits (an event) for the work queued so far on the allocating stream, so
+ * the memory is not reused before either stream's work on it is done (if
+ * the allocating stream was destroyed meanwhile, the device is
+ * synchronised instead).
+ * Streams: PyTorch's are used as given; CuPy's calls carry no stream, so
+ * they allocate and free on the legacy default stream, which orders them
+ * with CuPy's default (null) stream and with every blocking stream
+ * (cupy.cuda.Stream() is blocking by default); work on non-blocking streams
+ * must be synchronised by the user before its arrays are freed.
+ * Statistics: those of the resource (cumem_framework_get_resource, then
+ * cumem_resource_get_statistics).
+ * Errors: these four calls cannot return a status; a failure leaves its
+ * message in cumem_last_error_message() of the calling thread, the alloc
+ * calls return NULL and the free calls do nothing (memory they could not
+ * free stays allocated and counted), and the message is also written to
+ * stderr, prefixed "libcumem: ", since the framework will not show it
+ * (set CUMEM_FRAMEWORK_QUIET=1 to silence that). Size 0 gives NULL
+ * without failing; freeing NULL does nothing. Thread safety: any thread.
+ */
+
+/** Sets the resource the framework entry points use for `device`
+ *  (retained; NULL goes back to the default). Allocations made before
+ *  stay with the resource that made them.
+ *  CUMEM_ERROR_NO_DEVICE: device negative or not below the device count
+ *  (or CUMEM_ERROR_NO_DRIVER). CUMEM_ERROR_WRONG_DEVICE: the resource's
+ *  memory belongs to another device. */
+CUMEM_API cumem_status_t cumem_framework_set_resource(int32_t device,
+                                                      cumem_resource_t* resource);
+/** The resource the entry points use for `device` now (a new reference),
+ *  making the default one if none is set yet.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: CUMEM_FRAMEWORK_RESOURCE names no kind. */
+CUMEM_API cumem_status_t cumem_framework_get_resource(int32_t device,
+                                                      cumem_resource_t** out_resource);
+/** PyTorch: `size` bytes on `device`, ordered on the cudaStream_t `stream`. */
+CUMEM_API void* cumem_torch_alloc(size_t size, int device, void* stream);
+/** PyTorch: frees `ptr` (of `size` bytes, from cumem_torch_alloc) on `stream`. */
+CUMEM_API void cumem_torch_free(void* ptr, size_t size, int device, void* stream);
+/** CuPy: `size` bytes on `device_id`, from the resource `param` names (NULL:
+ *  the device's framework resource). */
+CUMEM_API void* cumem_cupy_malloc(void* param, size_t size, int device_id);
+/** CuPy: frees `ptr` from cumem_cupy_malloc. */
+CUMEM_API void cumem_cupy_free(void* param, void* ptr, int device_id);
 
 /* ------------------------------------------------------------------------ */
 /* IPC: pools and buffers shared between processes                           */

@@ -16,6 +16,7 @@
 #define CUMEM_CUMEM_HPP
 
 #include <cumem/cumem.h>
+#include <cumem/dlpack.h>
 
 #include <array>
 #include <cstddef>
@@ -106,6 +107,7 @@ inline cumem_managed_resource_options_t managed_resource_options() noexcept {
 inline cumem_program_options_t program_options() noexcept { return CUMEM_PROGRAM_OPTIONS_INIT; }
 inline cumem_resource_callbacks_t resource_callbacks() noexcept { return CUMEM_RESOURCE_CALLBACKS_INIT; }
 inline cumem_launch_config_t launch_config() noexcept { return CUMEM_LAUNCH_CONFIG_INIT; }
+inline cumem_dlpack_options_t dlpack_options() noexcept { return CUMEM_DLPACK_OPTIONS_INIT; }
 
 namespace detail {
 // The out structs, as their _INIT macros fill them.
@@ -558,6 +560,16 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
   void deallocate_raw(void* ptr, size_t size, StreamRef stream = {}) const {
     check(cumem_resource_deallocate_raw(get(), ptr, size, stream.get()));
   }
+  // The raw pair on a native CUstream (as void*; nullptr: the legacy
+  // default stream), with no stream object per call.
+  void* allocate_native(size_t size, void* native_stream = nullptr) const {
+    void* p = nullptr;
+    check(cumem_resource_allocate_native(get(), size, native_stream, &p));
+    return p;
+  }
+  void deallocate_native(void* ptr, size_t size, void* native_stream = nullptr) const {
+    check(cumem_resource_deallocate_native(get(), ptr, size, native_stream));
+  }
 
   cumem_resource_properties_t properties() const {
     cumem_resource_properties_t p = detail::init<cumem_resource_properties_t>();
@@ -742,6 +754,32 @@ class Buffer : public detail::Handle<Buffer, cumem_buffer_t, cumem_buffer_retain
     return Buffer(b);
   }
 
+  // DLPack. The tensor returned is the caller's: call its deleter once, or
+  // hand it to a library that will; it keeps this buffer's memory alive,
+  // and close() is refused while it lives. `options`: nullptr for 1-D bytes.
+  DLManagedTensorVersioned* to_dlpack(const cumem_dlpack_options_t* options = nullptr) const {
+    DLManagedTensorVersioned* t = nullptr;
+    check(cumem_buffer_to_dlpack(get(), options, &t));
+    return t;
+  }
+  DLManagedTensor* to_dlpack_legacy(const cumem_dlpack_options_t* options = nullptr) const {
+    DLManagedTensor* t = nullptr;
+    check(cumem_buffer_to_dlpack_legacy(get(), options, &t));
+    return t;
+  }
+  // A buffer over a tensor's memory that calls the tensor's deleter when it
+  // is freed. If this throws, the tensor is still the caller's.
+  static Buffer from_dlpack(DLManagedTensorVersioned* tensor, bool allow_read_only = false) {
+    cumem_buffer_t* b = nullptr;
+    check(cumem_buffer_from_dlpack(tensor, allow_read_only ? CUMEM_TRUE : CUMEM_FALSE, &b));
+    return Buffer(b);
+  }
+  static Buffer from_dlpack_legacy(DLManagedTensor* tensor) {
+    cumem_buffer_t* b = nullptr;
+    check(cumem_buffer_from_dlpack_legacy(tensor, &b));
+    return Buffer(b);
+  }
+
   // The start of the memory (nullptr for size 0).
   void* ptr() const { return detail::out<void*>(cumem_buffer_ptr, get()); }
   template <class T>
@@ -829,6 +867,21 @@ inline Buffer Resource::allocate(size_t size, StreamRef stream) const {
 // Sends one message: the handle's file descriptor and pool descriptor (none
 // when `handle` is empty), then `descriptors` (at most 1024). Blocks until
 // all is sent; throws CUMEM_ERROR_INVALID_STATE when the peer has closed.
+// The resource the framework allocator entry points (cumem_torch_alloc,
+// cumem_cupy_malloc, ...) use for `device`; reset_framework_resource goes
+// back to the default.
+inline void framework_set_resource(int32_t device, const Resource& resource) {
+  check(cumem_framework_set_resource(device, resource.get()));
+}
+inline void framework_reset_resource(int32_t device) {
+  check(cumem_framework_set_resource(device, nullptr));
+}
+inline Resource framework_resource(int32_t device) {
+  cumem_resource_t* r = nullptr;
+  check(cumem_framework_get_resource(device, &r));
+  return Resource::adopt(r);
+}
+
 inline void ipc_send(int32_t socket, const AllocationHandle& handle,
                      const std::vector<IpcDescriptor>& descriptors) {
   // A count past uint32_t (impossible in practice) is refused by the C call.

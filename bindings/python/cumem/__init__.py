@@ -1,0 +1,224 @@
+"""libcumem from Python, through ctypes only (no compiled extension).
+
+The library is found through $CUMEM_LIBRARY, next to this package, or on
+the loader's search path. Devices, streams, resources, buffers, copies and
+fills, DLPack both ways (``Buffer.__dlpack__`` / ``__dlpack_device__`` and
+``from_dlpack``), and the framework allocator hook-up (``cumem.torch``,
+``cumem.cupy``). Every failure raises ``CumemError`` with the status and
+libcumem's message.
+"""
+import ctypes
+
+from . import _lib
+from ._lib import lib, library_path
+
+__all__ = [
+    "CumemError", "Device", "Stream", "Resource", "Buffer", "from_dlpack", "device_count",
+    "driver_version", "version", "library_path", "set_framework_resource", "framework_resource",
+    "DLDeviceType",
+]
+
+_V = ctypes.c_void_p
+
+
+class CumemError(RuntimeError):
+    """A failing libcumem call: ``status`` (int), ``status_name`` and ``message``."""
+
+    def __init__(self, status, message):
+        self.status = int(status)
+        self.status_name = lib.cumem_status_string(self.status).decode()
+        self.message = message
+        super().__init__(f"{self.status_name}: {message}")
+
+
+def _check(status):
+    if status != 0:
+        raise CumemError(status, lib.cumem_last_error_message().decode(errors="replace"))
+
+
+def _out(fn, *args):
+    out = _V()
+    _check(fn(*args, ctypes.byref(out)))
+    return out.value
+
+
+def version():
+    return lib.cumem_version()
+
+
+def driver_version():
+    v = ctypes.c_int32()
+    _check(lib.cumem_driver_version(ctypes.byref(v)))
+    return v.value
+
+
+def device_count():
+    n = ctypes.c_int32()
+    _check(lib.cumem_device_count(ctypes.byref(n)))
+    return n.value
+
+
+class DLDeviceType:
+    kDLCPU = 1
+    kDLCUDA = 2
+    kDLCUDAHost = 3
+    kDLCUDAManaged = 13
+
+
+MEMORY_KINDS = {1: "host", 2: "device", 3: "pinned", 4: "managed"}
+
+
+class _Handle:
+    _release = None
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    @property
+    def handle(self):
+        """The C handle (an int), valid while this object lives."""
+        if not self._handle:
+            raise ValueError(f"this {type(self).__name__} was released")
+        return self._handle
+
+    def release(self):
+        h, self._handle = getattr(self, "_handle", None), None
+        if h:
+            type(self)._release(h)
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+class Device(_Handle):
+    _release = staticmethod(lib.cumem_device_release)
+
+    def __init__(self, ordinal=0):
+        super().__init__(_out(lib.cumem_device_get, int(ordinal)))
+        self.ordinal = int(ordinal)
+
+    def synchronize(self):
+        _check(lib.cumem_device_synchronize(self.handle))
+
+    def __repr__(self):
+        return f"cumem.Device({self.ordinal})"
+
+
+def _device(d):
+    return d if isinstance(d, Device) else Device(d)
+
+
+class Stream(_Handle):
+    _release = staticmethod(lib.cumem_stream_release)
+
+    def __init__(self, device=0, _handle=None):
+        self.device = _device(device)
+        super().__init__(_handle or _out(lib.cumem_stream_create, self.device.handle, None))
+
+    @classmethod
+    def wrap(cls, device, native):
+        """A foreign CUstream (an int), not owned."""
+        d = _device(device)
+        return cls(d, _out(lib.cumem_stream_wrap, d.handle, _V(int(native))))
+
+    @classmethod
+    def legacy_default(cls, device=0):
+        d = _device(device)
+        return cls(d, _out(lib.cumem_stream_legacy_default, d.handle))
+
+    @property
+    def native(self):
+        return _out(lib.cumem_stream_native, self.handle) or 0
+
+    def synchronize(self):
+        _check(lib.cumem_stream_synchronize(self.handle))
+
+    def wait(self, other):
+        _check(lib.cumem_stream_wait_stream(self.handle, other.handle))
+
+
+def _stream(s):
+    return None if s is None else s.handle
+
+
+class Resource(_Handle):
+    _release = staticmethod(lib.cumem_resource_release)
+
+    def __init__(self, handle, keep=()):
+        super().__init__(handle)
+        self._keep = keep  # what the resource was made from (devices, upstreams)
+
+    @classmethod
+    def host(cls, alignment=64):
+        o = _lib.HostResourceOptions(ctypes.sizeof(_lib.HostResourceOptions), 0, alignment)
+        return cls(_out(lib.cumem_host_resource_create, ctypes.byref(o)))
+
+    @classmethod
+    def device(cls, device=0):
+        d = _device(device)
+        return cls(_out(lib.cumem_device_resource_create, d.handle, None), (d,))
+
+    @classmethod
+    def pinned(cls, device=0):
+        d = _device(device)
+        return cls(_out(lib.cumem_pinned_resource_create, d.handle, None), (d,))
+
+    @classmethod
+    def legacy_pinned(cls, device=0):
+        d = _device(device)
+        return cls(_out(lib.cumem_legacy_pinned_resource_create, d.handle), (d,))
+
+    @classmethod
+    def managed(cls, device=0):
+        d = _device(device)
+        return cls(_out(lib.cumem_managed_resource_create, d.handle, None), (d,))
+
+    @classmethod
+    def caching(cls, upstream):
+        return cls(_out(lib.cumem_caching_resource_create, upstream.handle), (upstream,))
+
+    @classmethod
+    def limit(cls, upstream, limit_bytes):
+        return cls(_out(lib.cumem_limit_resource_create, upstream.handle, int(limit_bytes)),
+                   (upstream,))
+
+    def allocate(self, size, stream=None):
+        return Buffer(_out(lib.cumem_resource_allocate, self.handle, int(size), _stream(stream)))
+
+    def statistics(self):
+        s = _lib.ResourceStatistics(ctypes.sizeof(_lib.ResourceStatistics))
+        _check(lib.cumem_resource_get_statistics(self.handle, ctypes.byref(s)))
+        return {k: getattr(s, k) for k in
+                ("bytes_in_use", "peak_bytes_in_use", "live_allocations", "total_allocations")}
+
+    def reset_peak(self):
+        _check(lib.cumem_resource_reset_peak(self.handle))
+
+    def properties(self):
+        p = _lib.ResourceProperties(ctypes.sizeof(_lib.ResourceProperties))
+        _check(lib.cumem_resource_get_properties(self.handle, ctypes.byref(p)))
+        return {k: getattr(p, k) for k, _ in p._fields_ if k != "struct_size"}
+
+
+def set_framework_resource(device, resource):
+    """The resource cumem_torch_alloc / cumem_cupy_malloc use for `device`
+    (None: back to the default)."""
+    _check(lib.cumem_framework_set_resource(int(device), resource.handle if resource else None))
+
+
+def framework_resource(device=0):
+    """The resource the framework entry points use for `device` (its
+    statistics show the frameworks' allocations)."""
+    return Resource(_out(lib.cumem_framework_get_resource, int(device)))
+
+
+from ._dlpack import Buffer, from_dlpack  # noqa: E402  (needs the names above)

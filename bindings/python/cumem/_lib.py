@@ -1,0 +1,148 @@
+"""Loading libcumem.so.1 and declaring the C functions used (ctypes only)."""
+import ctypes
+import os
+
+_NAME = "libcumem.so.1"
+
+
+def _candidates():
+    env = os.environ.get("CUMEM_LIBRARY")
+    if env:
+        yield env
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, _NAME)
+    yield _NAME  # the loader's search path
+
+
+def _load():
+    errors = []
+    for path in _candidates():
+        try:
+            lib = ctypes.CDLL(path)
+            return lib, path
+        except OSError as e:
+            errors.append(f"{path}: {e}")
+    raise ImportError("cannot load libcumem (set CUMEM_LIBRARY to its path): " + "; ".join(errors))
+
+
+lib, _path = _load()
+
+
+def library_path():
+    """The path libcumem was loaded from (what PyTorch's allocator needs)."""
+    if os.sep in _path:
+        return os.path.abspath(_path)
+    # Found on the loader path: ask the dynamic linker where.
+    import ctypes.util  # noqa: F401
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                if line.rstrip().endswith(_NAME) or ("/" + _NAME) in line:
+                    return line.split()[-1]
+    except OSError:
+        pass
+    return _path
+
+
+c_void_pp = ctypes.POINTER(ctypes.c_void_p)
+status_t = ctypes.c_int32
+
+
+class ResourceStatistics(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("reserved0", ctypes.c_uint32),
+                ("bytes_in_use", ctypes.c_uint64), ("peak_bytes_in_use", ctypes.c_uint64),
+                ("live_allocations", ctypes.c_uint64), ("total_allocations", ctypes.c_uint64)]
+
+
+class ResourceProperties(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("kind", ctypes.c_int32),
+                ("device_accessible", ctypes.c_uint32), ("host_accessible", ctypes.c_uint32),
+                ("device_id", ctypes.c_int32), ("is_stream_ordered", ctypes.c_uint32),
+                ("is_pool", ctypes.c_uint32), ("ipc_enabled", ctypes.c_uint32),
+                ("is_imported", ctypes.c_uint32)]
+
+
+class BufferInfo(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("device_id", ctypes.c_int32),
+                ("ptr", ctypes.c_void_p), ("size", ctypes.c_uint64),
+                ("memory_kind", ctypes.c_int32), ("device_accessible", ctypes.c_uint32),
+                ("host_accessible", ctypes.c_uint32), ("is_slice", ctypes.c_uint32),
+                ("owns_memory", ctypes.c_uint32)]
+
+
+class HostResourceOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("reserved0", ctypes.c_uint32),
+                ("alignment", ctypes.c_size_t)]
+
+
+class DlpackOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("dtype_code", ctypes.c_uint8),
+                ("dtype_bits", ctypes.c_uint8), ("dtype_lanes", ctypes.c_uint16),
+                ("ndim", ctypes.c_int32), ("reserved0", ctypes.c_uint32),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64), ("device_type", ctypes.c_int32),
+                ("read_only", ctypes.c_uint32)]
+
+
+def _declare(name, restype, *argtypes):
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+    return fn
+
+
+V = ctypes.c_void_p
+_S = status_t
+for _name, _res, _args in [
+    ("cumem_version", ctypes.c_uint32, []),
+    ("cumem_status_string", ctypes.c_char_p, [_S]),
+    ("cumem_last_error_message", ctypes.c_char_p, []),
+    ("cumem_driver_version", _S, [ctypes.POINTER(ctypes.c_int32)]),
+    ("cumem_device_count", _S, [ctypes.POINTER(ctypes.c_int32)]),
+    ("cumem_device_get", _S, [ctypes.c_int32, c_void_pp]),
+    ("cumem_device_release", _S, [V]),
+    ("cumem_device_synchronize", _S, [V]),
+    ("cumem_stream_create", _S, [V, V, c_void_pp]),
+    ("cumem_stream_wrap", _S, [V, V, c_void_pp]),
+    ("cumem_stream_legacy_default", _S, [V, c_void_pp]),
+    ("cumem_stream_release", _S, [V]),
+    ("cumem_stream_native", _S, [V, c_void_pp]),
+    ("cumem_stream_synchronize", _S, [V]),
+    ("cumem_stream_wait_stream", _S, [V, V]),
+    ("cumem_host_resource_create", _S, [ctypes.POINTER(HostResourceOptions), c_void_pp]),
+    ("cumem_device_resource_create", _S, [V, V, c_void_pp]),
+    ("cumem_pinned_resource_create", _S, [V, V, c_void_pp]),
+    ("cumem_legacy_pinned_resource_create", _S, [V, c_void_pp]),
+    ("cumem_managed_resource_create", _S, [V, V, c_void_pp]),
+    ("cumem_caching_resource_create", _S, [V, c_void_pp]),
+    ("cumem_limit_resource_create", _S, [V, ctypes.c_uint64, c_void_pp]),
+    ("cumem_resource_release", _S, [V]),
+    ("cumem_resource_retain", _S, [V]),
+    ("cumem_resource_allocate", _S, [V, ctypes.c_size_t, V, c_void_pp]),
+    ("cumem_resource_get_statistics", _S, [V, ctypes.POINTER(ResourceStatistics)]),
+    ("cumem_resource_get_properties", _S, [V, ctypes.POINTER(ResourceProperties)]),
+    ("cumem_resource_reset_peak", _S, [V]),
+    ("cumem_buffer_release", _S, [V]),
+    ("cumem_buffer_get_info", _S, [V, ctypes.POINTER(BufferInfo)]),
+    ("cumem_buffer_close", _S, [V, V]),
+    ("cumem_buffer_is_closed", _S, [V, ctypes.POINTER(ctypes.c_uint32)]),
+    ("cumem_buffer_copy_to", _S, [V, V, V]),
+    ("cumem_buffer_copy_region", _S, [V, ctypes.c_size_t, V, ctypes.c_size_t, ctypes.c_size_t, V]),
+    ("cumem_buffer_fill", _S, [V, ctypes.c_uint32, ctypes.c_uint32, V]),
+    ("cumem_buffer_slice", _S, [V, ctypes.c_size_t, ctypes.c_size_t, c_void_pp]),
+    ("cumem_buffer_wrap", _S, [V, ctypes.c_size_t, V, V, c_void_pp]),
+    ("cumem_buffer_to_dlpack", _S, [V, ctypes.POINTER(DlpackOptions), c_void_pp]),
+    ("cumem_buffer_to_dlpack_legacy", _S, [V, ctypes.POINTER(DlpackOptions), c_void_pp]),
+    ("cumem_buffer_from_dlpack", _S, [V, ctypes.c_uint32, c_void_pp]),
+    ("cumem_buffer_from_dlpack_legacy", _S, [V, c_void_pp]),
+    ("cumem_framework_set_resource", _S, [ctypes.c_int32, V]),
+    ("cumem_framework_get_resource", _S, [ctypes.c_int32, c_void_pp]),
+]:
+    _declare(_name, _res, *_args)
+
+# The framework entry points' addresses, for CuPy's CFunctionAllocator.
+torch_alloc_symbol = "cumem_torch_alloc"
+torch_free_symbol = "cumem_torch_free"
+cupy_malloc_address = ctypes.cast(lib.cumem_cupy_malloc, ctypes.c_void_p).value
+cupy_free_address = ctypes.cast(lib.cumem_cupy_free, ctypes.c_void_p).value

@@ -1,0 +1,117 @@
+"""Host-only tests of the Python package (no GPU, no torch): the host
+resource, buffers, DLPack both ways on host memory (and NumPy when it is
+importable), and errors. Run by meson (suite host) with the system python3."""
+import gc
+import sys
+import unittest
+
+import cumem
+
+
+class HostPython(unittest.TestCase):
+    def setUp(self):
+        self.r = cumem.Resource.host()
+
+    def test_buffers_and_statistics(self):
+        b = self.r.allocate(64)
+        b.write(bytes(range(64)))
+        self.assertEqual(b.read(10, 3), bytes([10, 11, 12]))
+        b.fill(7)
+        self.assertEqual(b.read(), bytes([7]) * 64)
+        self.assertEqual(b.memory_kind, "host")
+        self.assertEqual(self.r.statistics()["bytes_in_use"], 64)
+        b.close()
+        self.assertTrue(b.is_closed)
+        self.assertEqual(self.r.statistics()["live_allocations"], 0)
+
+    def test_errors_carry_status_and_message(self):
+        b = self.r.allocate(8)
+        b.close()
+        with self.assertRaises(cumem.CumemError) as e:
+            b.read()
+        self.assertEqual(e.exception.status_name, "CUMEM_ERROR_BUFFER_CLOSED")
+        self.assertIn("closed", e.exception.message)
+        with self.assertRaises(cumem.CumemError) as e:
+            b.fill(1, width=3)
+        self.assertEqual(e.exception.status, 6)  # closed is checked first
+
+    def test_dlpack_round_trip_calls_the_deleter_once(self):
+        b = self.r.allocate(32)
+        b.write(bytes(range(32)))
+        self.assertEqual(b.__dlpack_device__(), (cumem.DLDeviceType.kDLCPU, 0))
+        back = cumem.from_dlpack(b)  # through __dlpack__ (versioned)
+        self.assertEqual(back.ptr, b.ptr)
+        b.release()
+        self.assertEqual(self.r.statistics()["live_allocations"], 1)  # the tensor keeps it
+        self.assertEqual(back.read(30), bytes([30, 31]))
+        back.release()
+        self.assertEqual(self.r.statistics()["live_allocations"], 0)
+
+    def test_unconsumed_capsules_free_their_tensor(self):
+        b = self.r.allocate(16)
+        legacy = b.__dlpack__()  # no max_version: a legacy capsule
+        versioned = b.__dlpack__(max_version=(1, 0))
+        with self.assertRaises(cumem.CumemError) as e:
+            b.close()
+        self.assertEqual(e.exception.status_name, "CUMEM_ERROR_INVALID_STATE")
+        del legacy, versioned
+        gc.collect()
+        b.close()  # no tensor left
+        self.assertEqual(self.r.statistics()["live_allocations"], 0)
+
+    def test_typed_exports_are_validated(self):
+        b = self.r.allocate(24)
+        cap = b.to_dlpack(dtype="float32", shape=(2, 3))
+        back = cumem.from_dlpack(cap)
+        self.assertEqual(back.size, 24)
+        back.release()
+        with self.assertRaises(cumem.CumemError) as e:
+            b.to_dlpack(dtype="float64", shape=(4,))
+        self.assertEqual(e.exception.status_name, "CUMEM_ERROR_OUT_OF_RANGE")
+        with self.assertRaises(cumem.CumemError) as e:
+            b.to_dlpack(dtype="float32", shape=(2, 3), strides=(3, 3))
+        self.assertEqual(e.exception.status_name, "CUMEM_ERROR_OUT_OF_RANGE")
+        # A non-contiguous export is refused on import, and the capsule keeps it.
+        cap = b.to_dlpack(dtype="uint8", shape=(3, 4), strides=(1, 3))
+        with self.assertRaises(cumem.CumemError) as e:
+            cumem.from_dlpack(cap)
+        self.assertIn("not contiguous", e.exception.message)
+        del cap
+        gc.collect()
+        with self.assertRaises(BufferError):
+            b.__dlpack__(dl_device=(cumem.DLDeviceType.kDLCUDA, 0))
+        with self.assertRaises(BufferError):
+            b.__dlpack__(copy=True)
+        ro = b.to_dlpack(read_only=True)
+        with self.assertRaises(cumem.CumemError) as e:
+            cumem.from_dlpack(ro)
+        self.assertEqual(e.exception.status_name, "CUMEM_ERROR_NOT_SUPPORTED")
+        cumem.from_dlpack(ro, allow_read_only=True).release()
+        b.close()
+
+    def test_numpy(self):
+        try:
+            import numpy
+        except ImportError:
+            self.skipTest("numpy is not importable")
+        b = self.r.allocate(16)
+        b.write(bytes(range(16)))
+        a = numpy.from_dlpack(b.dlpack_view(dtype="int32", shape=(2, 2)))
+        self.assertEqual(a.shape, (2, 2))
+        self.assertEqual(int(a[1, 1]), int.from_bytes(bytes([12, 13, 14, 15]), "little"))
+        a[0, 0] = -1
+        self.assertEqual(b.read(0, 4), b"\xff\xff\xff\xff")
+        n = numpy.arange(6, dtype=numpy.float64).reshape(2, 3)
+        view = cumem.from_dlpack(n)
+        self.assertEqual(view.read(8, 8), numpy.float64(1.0).tobytes())
+        view.release()
+        with self.assertRaises(cumem.CumemError):
+            cumem.from_dlpack(n.T)  # not contiguous
+        del a
+        gc.collect()
+        b.close()
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    sys.exit(0 if result.wasSuccessful() else 1)
