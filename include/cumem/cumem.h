@@ -1079,7 +1079,8 @@ CUMEM_API cumem_status_t cumem_buffer_discard(cumem_buffer_t* buffer,
  * export. Device, by the buffer's memory kind: host -> kDLCPU (id 0),
  * device -> kDLCUDA, pinned -> kDLCUDAHost, managed -> kDLCUDAManaged (the
  * buffer's device id, or 0 where it has none); options.device_type can
- * present memory another valid way (pinned or managed as kDLCPU or kDLCUDA).
+ * present memory another valid way (pinned as kDLCPU; managed as kDLCPU or
+ * kDLCUDA).
  *
  * Import (cumem_buffer_from_dlpack / _from_dlpack_legacy): the tensor's
  * memory becomes a buffer that does not own it (owns_memory true, no
@@ -1126,9 +1127,11 @@ typedef struct cumem_dlpack_options_t {
   uint64_t byte_offset;
   /** 0 (default): the device follows the memory kind (see above); else a
    *  DLDeviceType to present the memory as: kDLCPU for host-accessible
-   *  memory (host, pinned, managed), kDLCUDA for device-accessible memory
-   *  (device, pinned, managed), kDLCUDAHost for pinned, kDLCUDAManaged for
-   *  managed. Any other choice is CUMEM_ERROR_INVALID_ARGUMENT. */
+   *  memory (host, pinned, managed), kDLCUDA for device and managed memory
+   *  (not pinned: a consumer copies kDLCUDA memory as device memory, which
+   *  the runtime refuses for host memory), kDLCUDAHost for pinned,
+   *  kDLCUDAManaged for managed. Any other choice is
+   *  CUMEM_ERROR_INVALID_ARGUMENT. */
   int32_t device_type;
   /** Sets DLPACK_FLAG_BITMASK_READ_ONLY (versioned tensors only). */
   cumem_bool_t read_only;

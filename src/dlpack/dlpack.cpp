@@ -144,7 +144,11 @@ DLDevice export_device(const BufferInfo& info, int32_t device_type) {
   bool ok = false;
   switch (device_type) {
     case kDLCPU: ok = info.host_accessible; break;
-    case kDLCUDA: ok = info.device_accessible; break;
+    // Pinned memory is device-accessible, but a consumer told kDLCUDA copies
+    // it as device memory (cudaMemcpyDeviceToHost), which the runtime
+    // refuses for host memory: device and managed memory only.
+    case kDLCUDA: ok = info.memory_kind == MemoryKind::device ||
+                       info.memory_kind == MemoryKind::managed; break;
     case kDLCUDAHost: ok = info.memory_kind == MemoryKind::pinned; break;
     case kDLCUDAManaged: ok = info.memory_kind == MemoryKind::managed; break;
     default: break;

@@ -6,9 +6,7 @@
 //   rounded size, and handed out again from there: an allocate + free pair
 //   takes no shared lock and writes no shared cache line. A shard keeps up
 //   to kShardCap cached bytes; beyond that, freed blocks go to the central
-//   cache, which every thread looks in before asking the upstream. Before
-//   asking it, a thread whose cache holds over an eighth of what the
-//   adaptor reserves gives some of its small blocks back (give_back_for).
+//   cache, which every thread looks in before asking the upstream.
 // - Large blocks (above 1 MiB) come from segments, each one upstream
 //   allocation: of 20 MiB for requests under 10 MiB (when the upstream has
 //   room), else of the rounded size. The central cache hands out the smallest free piece that
@@ -67,7 +65,6 @@ constexpr uint64_t kShardCap = uint64_t{256} << 20;
 constexpr size_t kThreadLarge = 4;
 constexpr int kSameStreamScan = 8;  // entries looked at for one on the same stream
 constexpr size_t kStreamsKept = 8;  // unused stream references a cache keeps
-constexpr uint64_t kCachedShare = 8;  // see give_back_for
 
 uint64_t round_size(uint64_t size) {
   if (size <= kMinBlock) return kMinBlock;
@@ -422,7 +419,6 @@ class CachingResource final : public Adaptor, public Caching {
       if (return_large_blocks(s))
         if (void* p = take_central_large(rounded, key, stream)) return p;
     }
-    give_back_for(s, rounded);
     return allocate_upstream(size, rounded, stream);
   }
 
@@ -475,40 +471,6 @@ class CachingResource final : public Adaptor, public Caching {
       central_.streams.add(evicted.key, evicted_on);
     } else {
       free_piece(evicted, evicted_on);
-    }
-  }
-
-  // Before the upstream is asked for more: when this thread's cache holds
-  // more than 1/kCachedShare of what the adaptor reserves, its oldest small
-  // blocks go back to the upstream (each ordered on the stream it was freed
-  // on), largest size classes first, until as much as the request is freed:
-  // memory the upstream can hand out again instead of reserving more.
-  void give_back_for(Shard& s, uint64_t rounded) {
-    const uint64_t reserved = reserved_.load(std::memory_order_relaxed);
-    std::vector<std::pair<Block, Ref<Stream>>> out;
-    {
-      std::lock_guard<Shard> lock(s);
-      if (s.cached * kCachedShare <= reserved) return;
-      uint64_t freed = 0;
-      for (size_t c = kSmallClasses; c-- > 0 && freed < rounded;) {
-        Stack& stack = s.small.classes[c];
-        for (size_t i = 0; i < stack.size() && freed < rounded;) {
-          // A per-thread default stream cannot be named here: kept.
-          if (is_per_thread_key(stack[i].key)) {
-            ++i;
-            continue;
-          }
-          const Block b = stack.take_at(i);
-          out.emplace_back(b, Ref<Stream>::share(const_cast<Stream*>(s.streams.stream(b.key))));
-          s.streams.remove(b.key);
-          s.cached -= b.size;
-          freed += b.size;
-        }
-      }
-    }
-    for (const auto& [b, stream] : out) {
-      upstream().deallocate_raw(b.ptr, static_cast<size_t>(b.size), stream.get());
-      reserved_.fetch_sub(b.size, std::memory_order_relaxed);
     }
   }
 

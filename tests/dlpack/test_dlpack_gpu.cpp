@@ -128,13 +128,21 @@ TEST_F(DlpackGpu, PresentationsAndMismatches) {
   cumem_buffer_release(b);
   cumem_resource_release(r);
 
-  // Managed memory presented as kDLCUDA and as kDLCPU; pinned as kDLCPU.
+  // Managed memory presented as kDLCUDA and as kDLCPU; pinned as kDLCPU
+  // only (a consumer told kDLCUDA would copy it as device memory, which the
+  // runtime refuses).
   for (const char* kind : {"managed", "pinned"}) {
     SCOPED_TRACE(kind);
     cumem_resource_t* m = make(kind);
     if (!m) continue;
     CUMEM_ASSERT_OK(cumem_resource_allocate(m, 64, nullptr, &b));
-    for (int32_t type : {kDLCUDA, kDLCPU}) {
+    const bool pinned = std::string(kind) == "pinned";
+    if (pinned) {
+      o.device_type = kDLCUDA;
+      CUMEM_EXPECT_ERROR(cumem_buffer_to_dlpack(b, &o, &t), CUMEM_ERROR_INVALID_ARGUMENT,
+                         "cannot present");
+    }
+    for (int32_t type : pinned ? std::vector<int32_t>{kDLCPU} : std::vector<int32_t>{kDLCUDA, kDLCPU}) {
       o.device_type = type;
       CUMEM_ASSERT_OK(cumem_buffer_to_dlpack(b, &o, &t));
       EXPECT_EQ(t->dl_tensor.device.device_type, type);

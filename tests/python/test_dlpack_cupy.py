@@ -9,10 +9,12 @@ from gpu_common import kinds, pattern, require_gpu, run
 
 require_gpu()
 
-# Where CuPy does not take a kind's own DLPack device, libcumem presents the
-# memory as device-accessible kDLCUDA memory (pinned and managed are).
-FALLBACK = {"pinned": cumem.DLDeviceType.kDLCUDA, "legacy_pinned": cumem.DLDeviceType.kDLCUDA,
-            "managed": cumem.DLDeviceType.kDLCUDA}
+# Where CuPy does not take a kind's own DLPack device, managed memory is
+# presented as kDLCUDA. Pinned memory is not: CuPy takes only CUDA device
+# memory, and would copy pinned memory presented as kDLCUDA as device
+# memory, which the runtime refuses; CuPy's refusal is checked instead.
+FALLBACK = {"managed": cumem.DLDeviceType.kDLCUDA}
+PINNED = ("pinned", "legacy_pinned")
 
 
 def cupy_view(buf, name):
@@ -30,6 +32,14 @@ def test_cupy_sees_libcumem_bytes():
         b = r.allocate(4096)
         data = pattern(4096, 3 + len(name))
         b.write(data)
+        if name in PINNED:
+            try:
+                cupy.from_dlpack(b)
+                raise AssertionError(f"CuPy took {name} memory as kDLCUDAHost")
+            except (RuntimeError, BufferError, TypeError, ValueError) as e:
+                print(f"     {name}: CuPy refuses kDLCUDAHost ({type(e).__name__}: {str(e)[:60]})")
+            b.release()
+            continue
         a, how = cupy_view(b, name)
         print(f"     {name}: {how}")
         assert a.get().tobytes() == data, name

@@ -277,24 +277,6 @@ TEST_F(Caching, AThreadCacheAboveItsCapSharesWithOtherThreads) {
   EXPECT_EQ(c.bytes_reserved, uint64_t{kBlocks} * MiB);
 }
 
-TEST_F(Caching, AMissGivesBackBlocksOfOtherSizesWhenTheCacheHoldsMuch) {
-  // 100 blocks of 4 KiB cached, then 100 of 8 KiB asked for: while the
-  // thread's cache holds over an eighth of what is reserved, each miss
-  // first gives back 4 KiB blocks the upstream can reuse.
-  std::vector<void*> blocks(100);
-  for (void*& p : blocks) CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 4096, nullptr, &p));
-  for (void* p : blocks) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, 4096, nullptr));
-  EXPECT_EQ(caching_of(cache).bytes_reserved, 100u * 4096);
-  for (void*& p : blocks) CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 8192, nullptr, &p));
-  const cumem_caching_statistics_t c = caching_of(cache);
-  EXPECT_LT(c.bytes_reserved, 100u * 4096 + 100u * 8192 - 300u * 1024)
-      << "without giving back, 1200 KiB would be reserved";
-  EXPECT_LE(c.bytes_cached * 8, c.bytes_reserved) << "what stays cached is under an eighth";
-  EXPECT_EQ(statistics_of(host).bytes_in_use, c.bytes_reserved) << "what went back was freed";
-  for (void* p : blocks) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, 8192, nullptr));
-  EXPECT_EQ(statistics_of(cache).bytes_in_use, 0u);
-}
-
 TEST_F(Caching, MidSizedRequestsShareTwentyMebibyteSegments) {
   // Four 4 MiB requests: one upstream allocation of 20 MiB serves them all.
   void* blocks[4] = {};
