@@ -1,6 +1,8 @@
 """Dynamic-shape training loop under three PyTorch allocators: PyTorch's
 caching allocator, its cudaMallocAsync backend, and libcumem
-(CUDAPluggableAllocator over cumem_torch_alloc). A 6-layer MLP, a new batch
+(CUDAPluggableAllocator over cumem_torch_alloc) with the device resource
+(the driver pool) and with the caching adaptor over it
+(CUMEM_FRAMEWORK_RESOURCE=caching; its own peak reserved). A 6-layer MLP, a new batch
 size (512..4096 rows) every step, 150 steps; steps/s and peak reserved.
 
 Each backend runs in a process of its own (the allocator is chosen before
@@ -16,11 +18,11 @@ import subprocess
 import sys
 import time
 
-BACKENDS = ("pytorch-cache", "cudaMallocAsync", "libcumem")
+BACKENDS = ("pytorch-cache", "cudaMallocAsync", "libcumem", "libcumem-caching")
 
 
 def run_one(backend, steps, width):
-    if backend == "libcumem":
+    if backend.startswith("libcumem"):
         import cumem
         import cumem.torch
         cumem.torch.use_libcumem_allocator()
@@ -53,7 +55,12 @@ def run_one(backend, steps, width):
     torch.cuda.synchronize()
     elapsed = time.perf_counter() - t0
     result = {"backend": backend, "steps_per_s": steps / elapsed}
-    if backend == "libcumem":
+    if backend == "libcumem-caching":
+        import cumem
+        r = cumem.framework_resource(0)
+        result["peak_in_use"] = r.statistics()["peak_bytes_in_use"]
+        result["peak_reserved"] = r.caching_statistics()["peak_bytes_reserved"]
+    elif backend == "libcumem":
         import cumem
         r = cumem.framework_resource(0)
         s = r.statistics()
@@ -97,6 +104,7 @@ def main():
         env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
         if backend == "cudaMallocAsync":
             env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
+        env["CUMEM_FRAMEWORK_RESOURCE"] = "caching" if backend == "libcumem-caching" else "device"
         out = subprocess.run([sys.executable, __file__, "--backend", backend, "--steps",
                               str(args.steps), "--width", str(args.width)],
                              env=env, capture_output=True, text=True)

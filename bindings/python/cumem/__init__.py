@@ -203,6 +203,16 @@ class Resource(_Handle):
     def reset_peak(self):
         _check(lib.cumem_resource_reset_peak(self.handle))
 
+    def caching_statistics(self):
+        """A caching adaptor's own counters (rounded bytes; CumemError otherwise)."""
+        s = _lib.CachingStatistics(ctypes.sizeof(_lib.CachingStatistics))
+        _check(lib.cumem_caching_resource_get_statistics(self.handle, ctypes.byref(s)))
+        return {k: getattr(s, k) for k, _ in _lib.CachingStatistics._fields_[2:]}
+
+    def release_cached(self):
+        """A caching adaptor gives every cached block back to its upstream."""
+        _check(lib.cumem_caching_resource_release_cached(self.handle))
+
     def properties(self):
         p = _lib.ResourceProperties(ctypes.sizeof(_lib.ResourceProperties))
         _check(lib.cumem_resource_get_properties(self.handle, ctypes.byref(p)))

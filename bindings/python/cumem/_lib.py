@@ -54,6 +54,12 @@ class ResourceStatistics(ctypes.Structure):
                 ("live_allocations", ctypes.c_uint64), ("total_allocations", ctypes.c_uint64)]
 
 
+class CachingStatistics(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("reserved0", ctypes.c_uint32)] + [
+        (n, ctypes.c_uint64) for n in ("bytes_cached", "bytes_reserved", "peak_bytes_reserved",
+                                       "hits", "misses", "stream_reuses", "oom_retries")]
+
+
 class ResourceProperties(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("kind", ctypes.c_int32),
                 ("device_accessible", ctypes.c_uint32), ("host_accessible", ctypes.c_uint32),
@@ -116,6 +122,8 @@ for _name, _res, _args in [
     ("cumem_legacy_pinned_resource_create", _S, [V, c_void_pp]),
     ("cumem_managed_resource_create", _S, [V, V, c_void_pp]),
     ("cumem_caching_resource_create", _S, [V, c_void_pp]),
+    ("cumem_caching_resource_get_statistics", _S, [V, ctypes.POINTER(CachingStatistics)]),
+    ("cumem_caching_resource_release_cached", _S, [V]),
     ("cumem_limit_resource_create", _S, [V, ctypes.c_uint64, c_void_pp]),
     ("cumem_resource_release", _S, [V]),
     ("cumem_resource_retain", _S, [V]),
