@@ -12,16 +12,18 @@ import subprocess
 import sys
 import time
 
-BACKENDS = ("cupy-pool", "cupy-async", "libcumem")
+BACKENDS = ("cupy-pool", "cupy-async", "libcumem", "libcumem-caching")
 
 
 def run_one(backend, iters):
     import cupy
     resource = None
-    if backend == "libcumem":
+    if backend.startswith("libcumem"):
         import cumem
         import cumem.cupy
         resource = cumem.Resource.device(0)
+        if backend == "libcumem-caching":
+            resource = cumem.Resource.caching(resource)
         cumem.cupy.use_libcumem_allocator(resource)
     elif backend == "cupy-async":
         cupy.cuda.set_allocator(cupy.cuda.MemoryAsyncPool().malloc)
@@ -30,7 +32,7 @@ def run_one(backend, iters):
 
     def work(n):
         a = rng.standard_normal((n, 1024), dtype=cupy.float32)
-        b = cupy.tanh(a @ a.T[:, :1024]) * 2.0 + a
+        b = cupy.tanh(a @ (a.T @ a)) * 2.0 + a  # (n, 1024), n new every step
         return float(b.sum())
 
     for n in sizes[:5]:
@@ -41,7 +43,10 @@ def run_one(backend, iters):
         work(n)
     cupy.cuda.Device().synchronize()
     elapsed = time.perf_counter() - t0
-    if backend == "libcumem":
+    if backend == "libcumem-caching":
+        peak = resource.statistics()["peak_bytes_in_use"]
+        reserved = resource.caching_statistics()["bytes_reserved"]
+    elif backend == "libcumem":
         peak = resource.statistics()["peak_bytes_in_use"]
         reserved = None
     elif backend == "cupy-pool":

@@ -89,6 +89,27 @@ uintptr_t stream_key(const Stream* stream) {
   return mine;
 }
 
+// Memory of whole cache lines, for the containers a thread's cache writes
+// on every call: allocated from the heap by whichever thread first used the
+// shard, they must never share a line with another thread's.
+template <class T>
+struct CacheLineAllocator {
+  using value_type = T;
+  CacheLineAllocator() = default;
+  template <class U>
+  CacheLineAllocator(const CacheLineAllocator<U>&) noexcept {}
+  T* allocate(size_t n) {
+    void* p = std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64);
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) noexcept { std::free(p); }
+  template <class U>
+  bool operator==(const CacheLineAllocator<U>&) const noexcept { return true; }
+  template <class U>
+  bool operator!=(const CacheLineAllocator<U>&) const noexcept { return false; }
+};
+
 // The streams a cache's blocks were freed on, each held once with a count
 // of its blocks, so that a block can be ordered after its stream's work.
 class StreamRefs {
@@ -125,7 +146,7 @@ class StreamRefs {
     Ref<Stream> ref;  // null: the legacy default stream, or no stream
     size_t blocks;
   };
-  std::vector<Entry> entries_;
+  std::vector<Entry, CacheLineAllocator<Entry>> entries_;
 };
 
 struct Block {
@@ -219,7 +240,7 @@ struct Counters {
 struct alignas(64) Shard {
   std::atomic_flag busy = ATOMIC_FLAG_INIT;
   Bins small;
-  std::vector<Block> large;  // oldest first
+  std::vector<Block, CacheLineAllocator<Block>> large;  // oldest first
   StreamRefs streams;
   uint64_t cached = 0;  // bytes, small and large
   Counters counts;
