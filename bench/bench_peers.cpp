@@ -136,6 +136,14 @@ struct Trace {
   uint64_t peak_in_use = 0;
 };
 
+// A slot for a new allocation: a freed one, else a new one.
+uint32_t take_slot(Trace& t, std::vector<uint32_t>& free_slots) {
+  if (free_slots.empty()) return t.slots++;
+  const uint32_t slot = free_slots.back();
+  free_slots.pop_back();
+  return slot;
+}
+
 // RMM's random_allocations shape: sizes log-uniform in [lo, hi], at most
 // max_live alive, allocate or free with equal odds; all freed at the end.
 Trace random_trace(size_t operations, uint32_t max_live, uint64_t lo, uint64_t hi, uint32_t seed) {
@@ -148,13 +156,7 @@ Trace random_trace(size_t operations, uint32_t max_live, uint64_t lo, uint64_t h
   for (size_t i = 0; i < operations; ++i) {
     const bool allocate = live.empty() || (live.size() < max_live && rng() % 2 == 0);
     if (allocate) {
-      uint32_t slot;
-      if (free_slots.empty()) {
-        slot = t.slots++;
-      } else {
-        slot = free_slots.back();
-        free_slots.pop_back();
-      }
+      const uint32_t slot = take_slot(t, free_slots);
       const uint64_t size = static_cast<uint64_t>(std::exp(log_size(rng)));
       live.emplace_back(slot, size);
       t.ops.push_back({slot, size});
@@ -214,13 +216,7 @@ Trace trace_from_log(const std::string& path) {
     std::getline(fields, ptr, ',');
     std::getline(fields, size, ',');
     if (operation == "allocate") {
-      uint32_t slot;
-      if (free_slots.empty()) {
-        slot = t.slots++;
-      } else {
-        slot = free_slots.back();
-        free_slots.pop_back();
-      }
+      const uint32_t slot = take_slot(t, free_slots);
       slot_of[ptr] = slot;
       const uint64_t bytes = std::stoull(size);
       size_of[slot] = bytes;

@@ -421,13 +421,7 @@ class CachingResource final : public Adaptor, public Caching {
       }
       if (hit) {
         s.cached -= rounded;
-        ++s.counts.hits;
-        if (found.key != key && found.key != kAnyStream) {
-          ++s.counts.reuses;
-          // The shard's reference keeps the stream alive until the event.
-          order_after_free(found.key, s.streams.stream(found.key), stream);
-        }
-        s.streams.remove(found.key);
+        hand_out(s.counts, s.streams, found.key, key, stream);
         return found.ptr;
       }
     }
@@ -549,17 +543,27 @@ class CachingResource final : public Adaptor, public Caching {
     delete n;
   }
 
+  // Under the lock of the cache that held it: a block freed on stream
+  // `freed_key` is handed out on `stream` (`key`): counted, ordered after
+  // the freeing stream's work when the streams differ, and its stream
+  // reference dropped (the cache's reference keeps that stream alive until
+  // the event is recorded).
+  void hand_out(Counters& counts, StreamRefs& streams, uintptr_t freed_key, uintptr_t key,
+                const Stream* stream) {
+    ++counts.hits;
+    if (freed_key != key && freed_key != kAnyStream) {
+      ++counts.reuses;
+      order_after_free(freed_key, streams.stream(freed_key), stream);
+    }
+    streams.remove(freed_key);
+  }
+
   void* take_central_small(uint64_t rounded, uintptr_t key, const Stream* stream) {
     std::lock_guard<std::mutex> lock(central_.mutex);
     Block b;
     if (!central_.small.take(rounded, key, b)) return nullptr;
     central_.small_cached -= rounded;
-    ++central_.counts.hits;
-    if (b.key != key && b.key != kAnyStream) {
-      ++central_.counts.reuses;
-      order_after_free(b.key, central_.streams.stream(b.key), stream);
-    }
-    central_.streams.remove(b.key);
+    hand_out(central_.counts, central_.streams, b.key, key, stream);
     return b.ptr;
   }
 
@@ -589,12 +593,7 @@ class CachingResource final : public Adaptor, public Caching {
       central_.streams.add(rest->key, central_.streams.stream(rest->key));
       central_.insert_free(rest);
     }
-    ++central_.counts.hits;
-    if (p->key != key && p->key != kAnyStream) {
-      ++central_.counts.reuses;
-      order_after_free(p->key, central_.streams.stream(p->key), stream);
-    }
-    central_.streams.remove(p->key);
+    hand_out(central_.counts, central_.streams, p->key, key, stream);
     return p->ptr;
   }
 
