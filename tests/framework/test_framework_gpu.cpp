@@ -3,8 +3,10 @@
 // native-stream raw pair.
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "gpu_fixture.hpp"
+#include "spin_kernel.hpp"
 
 namespace {
 
@@ -68,6 +70,58 @@ TEST_F(FrameworkGpu, TorchAllocAndFreeCountInTheDevicesResource) {
   CUMEM_ASSERT_OK(cumem_stream_synchronize(s1));
   CUMEM_ASSERT_OK(cumem_stream_synchronize(s2));
   cumem_resource_release(r);
+}
+
+// PyTorch frees on the allocating stream, but a caller may name another:
+// the free then waits for the allocating stream's work. Over the caching
+// adaptor, which hands a block freed on stream 2 out again at once on
+// stream 2, a kernel still writing the memory on stream 1 would otherwise
+// land its late writes on the next user's data.
+TEST_F(FrameworkGpu, AFreeOnAnotherStreamWaitsForTheAllocatingStreamsWork) {
+  cumem_kernel_t* kernel = nullptr;
+  const cumem_status_t loaded = load_spin_kernel(device, &kernel);
+  if (loaded == CUMEM_ERROR_NO_COMPILER)
+    GTEST_SKIP() << "NVRTC is missing: " << cumem_last_error_message();
+  CUMEM_ASSERT_OK(loaded);
+  cumem_resource_t* pool = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, nullptr, &pool));
+  cumem_resource_t* cache = nullptr;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(pool, &cache));
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, cache));
+  const size_t size = size_t{1} << 20;
+  const uint32_t x = 0xBAD0BAD0u, y = 0x600DF00Du;
+
+  void* a = cumem_torch_alloc(size, 0, n1);
+  ASSERT_NE(a, nullptr) << cumem_last_error_message();
+  CUMEM_ASSERT_OK(launch_spin(kernel, a, size, x, 100 * 1000 * 1000, s1));
+  cumem_bool_t done = CUMEM_TRUE;
+  CUMEM_ASSERT_OK(cumem_stream_query(s1, &done));
+  EXPECT_EQ(done, CUMEM_FALSE) << "the kernel must still run for this test to prove anything";
+  cumem_torch_free(a, size, 0, n2);  // on stream 2, while stream 1 still writes
+  void* b = cumem_torch_alloc(size, 0, n2);
+  ASSERT_NE(b, nullptr) << cumem_last_error_message();
+  EXPECT_EQ(b, a) << "the cache hands the block out again on stream 2";
+  cumem_buffer_t* view = nullptr;
+  CUMEM_ASSERT_OK(cumem_buffer_wrap(b, size, nullptr, nullptr, &view));
+  CUMEM_ASSERT_OK(cumem_buffer_fill(view, y, 4, s2));
+  CUMEM_ASSERT_OK(cumem_stream_synchronize(s2));
+  CUMEM_ASSERT_OK(cumem_stream_synchronize(s1));
+  std::vector<uint32_t> words(size / 4);
+  cumem_buffer_t* host = nullptr;
+  CUMEM_ASSERT_OK(cumem_buffer_wrap(words.data(), size, nullptr, nullptr, &host));
+  CUMEM_ASSERT_OK(cumem_buffer_copy_to(view, host, s2));
+  CUMEM_ASSERT_OK(cumem_stream_synchronize(s2));
+  cumem_buffer_release(host);
+  size_t late = 0;
+  for (uint32_t w : words) late += w != y;
+  EXPECT_EQ(late, 0u) << "words of the kernel's late writes on stream 2's data";
+  cumem_buffer_release(view);
+  cumem_torch_free(b, size, 0, n2);
+  CUMEM_ASSERT_OK(cumem_stream_synchronize(s2));
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
+  cumem_resource_release(cache);
+  cumem_resource_release(pool);
+  cumem_kernel_release(kernel);
 }
 
 TEST_F(FrameworkGpu, ChosenResourceServesAndKeepsItsAllocations) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gpu_fixture.hpp"
+#include "spin_kernel.hpp"
 #include "resource_kinds.hpp"
 
 // A fresh resource of the kind under test (for device 0 with GPU kinds),
@@ -484,22 +485,6 @@ TEST_P(ResourceConformance, ConcurrentThreadsGetDisjointMemoryThatKeepsTheirData
 // GPU kinds only: memory freed on one stream while a kernel still writes it.
 class ResourceStreamOrder : public ResourceConformance {};
 
-// Spins for spin_ns (the global timer counts nanoseconds), then writes
-// `value` over all n words.
-inline const char* const spin_then_fill_source = R"(
-extern "C" __global__ void spin_then_fill(unsigned int* words, unsigned long long n,
-                                          unsigned int value, unsigned long long spin_ns) {
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < spin_ns);
-  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-       i += stride)
-    words[i] = value;
-}
-)";
 
 // Stream A: a kernel spins 100 ms, then writes X over the buffer; the buffer
 // is closed on A right after the launch. Stream B: a buffer is allocated and
@@ -508,20 +493,11 @@ extern "C" __global__ void spin_then_fill(unsigned int* words, unsigned long lon
 // same size again, and 8 MiB then 4 MiB (a cache's large block, split).
 TEST_P(ResourceStreamOrder, MemoryFreedUnderARunningKernelIsNotHandedOutUnordered) {
   ASSERT_TRUE(kind().needs_gpu) << "instantiate ResourceStreamOrder with GPU kinds only";
-  cumem_program_t* program = nullptr;
-  const cumem_status_t compiled =
-      cumem_program_compile(device, spin_then_fill_source, nullptr, &program);
-  if (compiled == CUMEM_ERROR_NO_COMPILER)
-    GTEST_SKIP() << "NVRTC is missing: " << cumem_last_error_message();
-  CUMEM_ASSERT_OK(compiled);
-  cumem_library_t* library = nullptr;
-  const cumem_status_t loaded = cumem_program_load(program, &library);
-  cumem_program_release(program);
-  CUMEM_ASSERT_OK(loaded);
   cumem_kernel_t* kernel = nullptr;
-  const cumem_status_t got = cumem_library_get_kernel(library, "spin_then_fill", &kernel);
-  cumem_library_release(library);
-  CUMEM_ASSERT_OK(got);
+  const cumem_status_t loaded = load_spin_kernel(device, &kernel);
+  if (loaded == CUMEM_ERROR_NO_COMPILER)
+    GTEST_SKIP() << "NVRTC is missing: " << cumem_last_error_message();
+  CUMEM_ASSERT_OK(loaded);
 
   for (const auto& [size, second_size] : {std::pair<size_t, size_t>{size_t{1} << 20, size_t{1} << 20},
                                          std::pair<size_t, size_t>{size_t{8} << 20, size_t{4} << 20}}) {
@@ -535,13 +511,7 @@ TEST_P(ResourceStreamOrder, MemoryFreedUnderARunningKernelIsNotHandedOutUnordere
   cumem_buffer_t* first = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate(resource, size, a, &first));
   void* first_ptr = pointer(first);
-  uint64_t n = size / sizeof(uint32_t), spin_ns = 100 * 1000 * 1000;
-  uint32_t value = x;
-  void* args[] = {&first_ptr, &n, &value, &spin_ns};
-  cumem_launch_config_t config = CUMEM_LAUNCH_CONFIG_INIT;
-  config.grid[0] = 64;  // small enough to be resident at once: all spin together
-  config.block[0] = 256;
-  CUMEM_ASSERT_OK(cumem_launch(kernel, a, &config, args, 4));
+  CUMEM_ASSERT_OK(launch_spin(kernel, first_ptr, size, x, 100 * 1000 * 1000, a));
   cumem_bool_t done = CUMEM_TRUE;
   CUMEM_ASSERT_OK(cumem_stream_query(a, &done));
   EXPECT_EQ(done, CUMEM_FALSE) << "the kernel must still run for this test to prove anything";
