@@ -687,7 +687,7 @@ CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
  *  - Blocks are cached per thread (each live thread has a cache of its own;
  *    beyond 64 threads alive at once they share one), so an allocate/free
  *    pair takes no shared lock; a block freed by one thread is reused by
- *    that thread, or by others once its cache is over 256 MiB (or given
+ *    that thread, or by others once its cache is over 64 MiB (or given
  *    back by cumem_caching_resource_release_cached).
  *  - When the upstream is out of memory, every cached block is given back
  *    (after waiting for the device), a pool upstream is trimmed, and the
@@ -703,12 +703,15 @@ CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
  *  driver directly is not seen (asking the driver on every call would cost
  *  more than the cached pair). Allocate captured memory from the upstream
  *  itself (a pool's allocations under capture become the graph's own).
- *  - Blocks above 1 MiB are pieces of upstream allocations: the smallest
- *    free piece that fits is split to the rounded size, and freed pieces
- *    merge with free neighbours freed on the same stream; an upstream
- *    allocation goes back once it is free whole. A thread keeps its last 4
- *    freed large blocks for itself; a thread's cache holds up to 256 MiB,
- *    and blocks beyond that go to a cache all threads share. */
+ *  - Blocks above 1 MiB are pieces of upstream allocations (20 MiB ones
+ *    for requests under 10 MiB, when the upstream has room; else of the
+ *    rounded size): the smallest free piece that fits is split to the
+ *    rounded size, and freed pieces merge with free neighbours freed on the
+ *    same stream; an upstream allocation goes back (on release_cached) once
+ *    it is free whole. A thread keeps its last 4 freed large blocks for
+ *    itself until a large miss gathers every thread's; a thread's cache
+ *    holds up to 64 MiB, and blocks beyond that go to a cache all threads
+ *    share. */
 CUMEM_API cumem_status_t cumem_caching_resource_create(cumem_resource_t* upstream,
                                                        cumem_resource_t** out_resource);
 

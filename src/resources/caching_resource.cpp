@@ -5,7 +5,8 @@
 //   (thread_shard.hpp: one per live thread, so its lock is uncontended) by
 //   rounded size, and handed out again from there: an allocate + free pair
 //   takes no shared lock and writes no shared cache line. A shard keeps up
-//   to kShardCap cached bytes; beyond that, freed blocks go to the central
+//   to kShardCap cached bytes (small, so that a thread that only frees what
+//   another allocates, as PyTorch's backward pass does, hoards little); beyond that, freed blocks go to the central
 //   cache, which every thread looks in before asking the upstream.
 // - Large blocks (above 1 MiB) come from segments, each one upstream
 //   allocation: of 20 MiB for requests under 10 MiB (when the upstream has
@@ -14,7 +15,8 @@
 //   neighbours of its segment freed on the same stream, and a segment that
 //   is free whole goes back to the upstream when the cache is released. A
 //   thread keeps its last kThreadLarge freed large blocks (up to
-//   kShardCap bytes) and hands them out again without the central lock.
+//   kShardCap bytes) and hands them out again without the central lock; a
+//   large miss moves every thread's kept blocks to the central pieces.
 // - Streams: a block freed on a stream is handed out again at once on that
 //   stream (stream order makes that safe). On another stream, that stream
 //   is first made to wait for an event recorded then on the freeing stream
@@ -61,7 +63,7 @@ constexpr uint64_t kSmallLimit = uint64_t{1} << 20;
 constexpr uint64_t kLargeStep = uint64_t{2} << 20;
 constexpr uint64_t kMidLimit = uint64_t{10} << 20;
 constexpr uint64_t kMidSegment = uint64_t{20} << 20;
-constexpr uint64_t kShardCap = uint64_t{256} << 20;
+constexpr uint64_t kShardCap = uint64_t{64} << 20;
 constexpr size_t kThreadLarge = 4;
 constexpr int kSameStreamScan = 8;  // entries looked at for one on the same stream
 constexpr size_t kStreamsKept = 8;  // unused stream references a cache keeps
@@ -429,9 +431,11 @@ class CachingResource final : public Adaptor, public Caching {
       if (void* p = take_central_small(rounded, key, stream)) return p;
     } else {
       if (void* p = take_central_large(rounded, key, stream)) return p;
-      // This thread's large blocks of other sizes may be pieces to split or
-      // merge: they join the central free pieces, and the search runs again.
-      if (return_large_blocks(s))
+      // The large blocks threads keep (of other sizes, or freed by another
+      // thread: PyTorch's backward pass frees on its own thread) may be
+      // pieces to split or merge: they join the central free pieces, and
+      // the search runs again. A miss costs the upstream call anyway.
+      if (return_large_blocks())
         if (void* p = take_central_large(rounded, key, stream)) return p;
     }
     return allocate_upstream(size, rounded, stream);
@@ -489,10 +493,12 @@ class CachingResource final : public Adaptor, public Caching {
     }
   }
 
-  // Moves a shard's large blocks to the central free pieces; false if none.
-  bool return_large_blocks(Shard& s) {
+  // Moves every thread's large blocks to the central free pieces; false if
+  // there were none.
+  bool return_large_blocks() {
     std::vector<std::pair<Block, Ref<Stream>>> moved;
-    {
+    for (size_t i = 0; i <= kThreadShards; ++i) {
+      Shard& s = shards_[i];
       std::lock_guard<Shard> lock(s);
       for (const Block& b : s.large) {
         moved.emplace_back(b, Ref<Stream>::share(const_cast<Stream*>(s.streams.stream(b.key))));

@@ -257,7 +257,7 @@ TEST_F(Caching, BlocksFreedByAnotherThreadAreCountedAndReleased) {
 }
 
 TEST_F(Caching, AThreadCacheAboveItsCapSharesWithOtherThreads) {
-  // 300 blocks of 1 MiB freed by one thread: past its 256 MiB, the rest
+  // 300 blocks of 1 MiB freed by one thread: past its 64 MiB, the rest
   // go to the central cache, where another thread finds them.
   constexpr int kBlocks = 300;
   std::vector<void*> blocks(kBlocks);
@@ -265,7 +265,7 @@ TEST_F(Caching, AThreadCacheAboveItsCapSharesWithOtherThreads) {
   for (void* p : blocks) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, MiB, nullptr));
   const uint64_t misses = caching_of(cache).misses;
   std::thread other([&] {
-    for (int i = 0; i < kBlocks - 256; ++i) {
+    for (int i = 0; i < kBlocks - 64; ++i) {
       void* p = nullptr;
       ASSERT_EQ(cumem_resource_allocate_raw(cache, MiB, nullptr, &p), CUMEM_SUCCESS);
     }
@@ -273,7 +273,7 @@ TEST_F(Caching, AThreadCacheAboveItsCapSharesWithOtherThreads) {
   other.join();
   const cumem_caching_statistics_t c = caching_of(cache);
   EXPECT_EQ(c.misses, misses) << "the other thread was served from the central cache";
-  EXPECT_EQ(c.bytes_cached, 256 * MiB);
+  EXPECT_EQ(c.bytes_cached, 64 * MiB);
   EXPECT_EQ(c.bytes_reserved, uint64_t{kBlocks} * MiB);
 }
 
@@ -307,6 +307,23 @@ TEST_F(Caching, AMidSizedRequestFallsBackToItsOwnSizeWhenTheSegmentDoesNotFit) {
   cumem_resource_release(c);
   EXPECT_EQ(statistics_of(limit).bytes_in_use, 0u);
   cumem_resource_release(limit);
+}
+
+TEST_F(Caching, ALargeMissUsesLargeBlocksAnotherThreadKept) {
+  // The way PyTorch's backward pass frees on a thread of its own: a block
+  // freed (and kept) by another thread serves this thread's smaller request.
+  void* whole = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 16 * MiB, nullptr, &whole));
+  std::thread([&] {
+    EXPECT_EQ(cumem_resource_deallocate_raw(cache, whole, 16 * MiB, nullptr), CUMEM_SUCCESS);
+  }).join();
+  void* part = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 8 * MiB, nullptr, &part));
+  EXPECT_EQ(part, whole) << "split from the other thread's block";
+  const cumem_caching_statistics_t c = caching_of(cache);
+  EXPECT_EQ(c.misses, 1u);
+  EXPECT_EQ(c.bytes_reserved, 16 * MiB);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, part, 8 * MiB, nullptr));
 }
 
 }  // namespace
