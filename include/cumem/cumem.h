@@ -687,7 +687,7 @@ CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
  *  - Blocks are cached per thread (each live thread has a cache of its own;
  *    beyond 64 threads alive at once they share one), so an allocate/free
  *    pair takes no shared lock; a block freed by one thread is reused by
- *    that thread, or by others once its cache is over 64 MiB (or given
+ *    that thread, or by others once it holds over 64 MiB of small blocks (or given
  *    back by cumem_caching_resource_release_cached).
  *  - When the upstream is out of memory, every cached block is given back
  *    (after waiting for the device), a pool upstream is trimmed, and the
@@ -710,8 +710,8 @@ CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
  *    same stream; an upstream allocation goes back (on release_cached) once
  *    it is free whole. A thread keeps its last 4 freed large blocks for
  *    itself until a large miss gathers every thread's; a thread's cache
- *    holds up to 64 MiB, and blocks beyond that go to a cache all threads
- *    share. */
+ *    holds up to 64 MiB of small blocks, and blocks beyond that go to a
+ *    cache all threads share. */
 CUMEM_API cumem_status_t cumem_caching_resource_create(cumem_resource_t* upstream,
                                                        cumem_resource_t** out_resource);
 

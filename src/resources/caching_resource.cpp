@@ -5,7 +5,7 @@
 //   (thread_shard.hpp: one per live thread, so its lock is uncontended) by
 //   rounded size, and handed out again from there: an allocate + free pair
 //   takes no shared lock and writes no shared cache line. A shard keeps up
-//   to kShardCap cached bytes (small, so that a thread that only frees what
+//   to kShardCap bytes of small blocks (a small cap, so that a thread that only frees what
 //   another allocates, as PyTorch's backward pass does, hoards little); beyond that, freed blocks go to the central
 //   cache, which every thread looks in before asking the upstream.
 // - Large blocks (above 1 MiB) come from segments, each one upstream
@@ -244,7 +244,8 @@ struct alignas(64) Shard {
   Bins small;
   std::vector<Block, CacheLineAllocator<Block>> large;  // oldest first
   StreamRefs streams;
-  uint64_t cached = 0;  // bytes, small and large
+  uint64_t cached = 0;        // bytes, small and large
+  uint64_t small_cached = 0;  // bytes in `small`
   Counters counts;
 
   void lock() {
@@ -339,6 +340,7 @@ class CachingResource final : public Adaptor, public Caching {
       s.large.clear();
       s.streams.clear();
       s.cached = 0;
+      s.small_cached = 0;
     }
     std::lock_guard<std::mutex> lock(central_.mutex);
     central_.small.drain([&](const Block& b) { small.push_back(b); });
@@ -423,6 +425,7 @@ class CachingResource final : public Adaptor, public Caching {
       }
       if (hit) {
         s.cached -= rounded;
+        if (rounded <= kSmallLimit) s.small_cached -= rounded;
         hand_out(s.counts, s.streams, found.key, key, stream);
         return found.ptr;
       }
@@ -463,11 +466,15 @@ class CachingResource final : public Adaptor, public Caching {
     Ref<Stream> evicted_ref;
     {
       std::lock_guard<Shard> lock(s);
-      if (s.cached + block.size <= kShardCap) {
+      const bool small = block.size <= kSmallLimit;
+      // Small blocks up to kShardCap bytes; large ones up to kThreadLarge
+      // blocks (a large miss gathers them from every thread anyway).
+      if (!small || s.small_cached + block.size <= kShardCap) {
         s.cached += block.size;
         s.streams.add(block.key, stream);
-        if (block.size <= kSmallLimit) {
+        if (small) {
           s.small.push(block);
+          s.small_cached += block.size;
           return;
         }
         s.large.push_back(block);
