@@ -264,17 +264,17 @@ TEST_F(Caching, AThreadCacheAboveItsCapSharesWithOtherThreads) {
   for (void*& p : blocks) CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, MiB, nullptr, &p));
   for (void* p : blocks) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, MiB, nullptr));
   const uint64_t misses = caching_of(cache).misses;
+  std::vector<void*> taken(kBlocks - 64);
   std::thread other([&] {
-    for (int i = 0; i < kBlocks - 64; ++i) {
-      void* p = nullptr;
+    for (void*& p : taken)
       ASSERT_EQ(cumem_resource_allocate_raw(cache, MiB, nullptr, &p), CUMEM_SUCCESS);
-    }
   });
   other.join();
   const cumem_caching_statistics_t c = caching_of(cache);
   EXPECT_EQ(c.misses, misses) << "the other thread was served from the central cache";
   EXPECT_EQ(c.bytes_cached, 64 * MiB);
   EXPECT_EQ(c.bytes_reserved, uint64_t{kBlocks} * MiB);
+  for (void* p : taken) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, MiB, nullptr));
 }
 
 TEST_F(Caching, MidSizedRequestsShareTwentyMebibyteSegments) {
