@@ -708,10 +708,10 @@ CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
  *    rounded size): the smallest free piece that fits is split to the
  *    rounded size, and freed pieces merge with free neighbours freed on the
  *    same stream; an upstream allocation goes back (on release_cached) once
- *    it is free whole. A thread keeps its last 4 freed large blocks for
- *    itself until a large miss gathers every thread's; a thread's cache
- *    holds up to 64 MiB of small blocks, and blocks beyond that go to a
- *    cache all threads share. */
+ *    it is free whole. A thread keeps its last 4 freed large blocks (up to
+ *    64 MiB) for itself until a large miss gathers every thread's; a
+ *    thread's cache holds up to 64 MiB of small blocks; blocks beyond go to
+ *    a cache all threads share. */
 CUMEM_API cumem_status_t cumem_caching_resource_create(cumem_resource_t* upstream,
                                                        cumem_resource_t** out_resource);
 

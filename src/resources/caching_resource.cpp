@@ -468,8 +468,10 @@ class CachingResource final : public Adaptor, public Caching {
       std::lock_guard<Shard> lock(s);
       const bool small = block.size <= kSmallLimit;
       // Small blocks up to kShardCap bytes; large ones up to kThreadLarge
-      // blocks (a large miss gathers them from every thread anyway).
-      if (!small || s.small_cached + block.size <= kShardCap) {
+      // blocks and kShardCap bytes (beyond, they merge in the central
+      // pieces at once).
+      if (small ? s.small_cached + block.size <= kShardCap
+                : s.cached - s.small_cached + block.size <= kShardCap) {
         s.cached += block.size;
         s.streams.add(block.key, stream);
         if (small) {
