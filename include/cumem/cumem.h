@@ -137,6 +137,17 @@ extern "C" {
 /** Returns CUMEM_VERSION_NUMBER of the library loaded at run time. Never fails. */
 CUMEM_API uint32_t cumem_version(void);
 
+/** Every other function of this header as one table of function pointers,
+ *  for plugins and loaders that do not link libcumem (cumem_api_t and its
+ *  PFN_ types are in cumem/cumem_api.h). `version` is the table version
+ *  the caller was built against (CUMEM_API_TABLE_VERSION there); the
+ *  result stays valid while the library is loaded, and the caller reads
+ *  only the members of versions up to its own. NULL for version 0 or a
+ *  version newer than this library's (cumem_last_error_message says
+ *  which it has). Thread-safe; never allocates. */
+typedef struct cumem_api_t cumem_api_t;
+CUMEM_API const cumem_api_t* cumem_get_api(uint32_t version);
+
 /* ------------------------------------------------------------------------ */
 /* Status, booleans, errors                                                  */
 /* ------------------------------------------------------------------------ */
