@@ -4,7 +4,7 @@
 //! their reference back on `Drop`; every call checks the status and returns
 //! [`Error`] with the status and libcumem's message for it.
 //!
-//! ```no_run
+//! ```
 //! let host = cumem::Resource::host()?;
 //! let buffer = host.allocate(16, None)?;
 //! buffer.fill(0xab, 1, None)?;
