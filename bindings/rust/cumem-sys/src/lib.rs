@@ -1,0 +1,977 @@
+//! Raw FFI declarations of libcumem's C ABI, written by hand from
+//! `include/cumem/cumem.h` (which stays the reference: every comment there
+//! applies here). The structs have exactly the header's layout, checked by
+//! `tests/layout.rs` against the C compiler's `sizeof`/`offsetof`.
+//!
+//! Conventions of the translation: C enums are `i32` typedefs with their
+//! values as constants (a C enum may carry values Rust enums cannot);
+//! `size_t` is `usize`; `cumem_bool_t` is `u32`; opaque handles are
+//! zero-sized `#[repr(C)]` structs used only behind pointers; function
+//! pointers are `Option<unsafe extern "C" fn ...>` (NULL is `None`).
+//! The `_INIT` macros of the header are the `Default` impls of the options
+//! and out structs here (struct_size set, the header's defaults).
+#![allow(non_camel_case_types)]
+#![no_std]
+
+use core::ffi::{c_char, c_int, c_void};
+use core::marker::{PhantomData, PhantomPinned};
+use core::mem::size_of;
+
+// ---------------------------------------------------------------------------
+// Version, status, booleans
+// ---------------------------------------------------------------------------
+
+pub const CUMEM_VERSION_MAJOR: u32 = 1;
+pub const CUMEM_VERSION_MINOR: u32 = 0;
+pub const CUMEM_VERSION_PATCH: u32 = 0;
+pub const CUMEM_ABI_VERSION: u32 = 1;
+pub const fn cumem_make_version(major: u32, minor: u32, patch: u32) -> u32 {
+    major * 10000 + minor * 100 + patch
+}
+pub const CUMEM_VERSION_NUMBER: u32 =
+    cumem_make_version(CUMEM_VERSION_MAJOR, CUMEM_VERSION_MINOR, CUMEM_VERSION_PATCH);
+
+pub type cumem_bool_t = u32;
+pub const CUMEM_FALSE: cumem_bool_t = 0;
+pub const CUMEM_TRUE: cumem_bool_t = 1;
+
+pub type cumem_status_t = i32;
+pub const CUMEM_SUCCESS: cumem_status_t = 0;
+pub const CUMEM_ERROR_INVALID_ARGUMENT: cumem_status_t = 1;
+pub const CUMEM_ERROR_OUT_OF_MEMORY: cumem_status_t = 2;
+pub const CUMEM_ERROR_NO_DRIVER: cumem_status_t = 3;
+pub const CUMEM_ERROR_NO_DEVICE: cumem_status_t = 4;
+pub const CUMEM_ERROR_NOT_SUPPORTED: cumem_status_t = 5;
+pub const CUMEM_ERROR_BUFFER_CLOSED: cumem_status_t = 6;
+pub const CUMEM_ERROR_SIZE_MISMATCH: cumem_status_t = 7;
+pub const CUMEM_ERROR_OUT_OF_RANGE: cumem_status_t = 8;
+pub const CUMEM_ERROR_WRONG_DEVICE: cumem_status_t = 9;
+pub const CUMEM_ERROR_INVALID_STATE: cumem_status_t = 10;
+pub const CUMEM_ERROR_DRIVER: cumem_status_t = 11;
+pub const CUMEM_ERROR_NO_COMPILER: cumem_status_t = 12;
+pub const CUMEM_ERROR_COMPILATION: cumem_status_t = 13;
+pub const CUMEM_ERROR_NOT_FOUND: cumem_status_t = 14;
+pub const CUMEM_ERROR_INVALID_LAUNCH_CONFIG: cumem_status_t = 15;
+pub const CUMEM_ERROR_INTERNAL: cumem_status_t = 99;
+
+// ---------------------------------------------------------------------------
+// Opaque handles
+// ---------------------------------------------------------------------------
+
+macro_rules! opaque {
+    ($($name:ident),* $(,)?) => {$(
+        /// Opaque handle: only ever used behind a pointer.
+        #[repr(C)]
+        pub struct $name {
+            _data: [u8; 0],
+            _marker: PhantomData<(*mut u8, PhantomPinned)>,
+        }
+    )*};
+}
+opaque!(
+    cumem_device_t,
+    cumem_stream_t,
+    cumem_event_t,
+    cumem_resource_t,
+    cumem_buffer_t,
+    cumem_program_t,
+    cumem_library_t,
+    cumem_kernel_t,
+    cumem_allocation_handle_t,
+    DLManagedTensorVersioned,
+    DLManagedTensor,
+);
+
+// ---------------------------------------------------------------------------
+// Enums
+// ---------------------------------------------------------------------------
+
+pub type cumem_location_type_t = i32;
+pub const CUMEM_LOCATION_NONE: cumem_location_type_t = 0;
+pub const CUMEM_LOCATION_DEVICE: cumem_location_type_t = 1;
+pub const CUMEM_LOCATION_HOST: cumem_location_type_t = 2;
+pub const CUMEM_LOCATION_HOST_NUMA: cumem_location_type_t = 3;
+pub const CUMEM_LOCATION_HOST_NUMA_CURRENT: cumem_location_type_t = 4;
+
+pub type cumem_memory_kind_t = i32;
+pub const CUMEM_MEMORY_HOST: cumem_memory_kind_t = 1;
+pub const CUMEM_MEMORY_DEVICE: cumem_memory_kind_t = 2;
+pub const CUMEM_MEMORY_PINNED: cumem_memory_kind_t = 3;
+pub const CUMEM_MEMORY_MANAGED: cumem_memory_kind_t = 4;
+
+pub const CUMEM_IPC_HANDLE_POSIX_FD: u32 = 0x1;
+pub const CUMEM_IPC_HANDLE_FABRIC: u32 = 0x8;
+
+pub type cumem_priority_mode_t = i32;
+pub const CUMEM_PRIORITY_CLAMP: cumem_priority_mode_t = 0;
+pub const CUMEM_PRIORITY_REJECT: cumem_priority_mode_t = 1;
+
+pub type cumem_capture_mode_t = i32;
+pub const CUMEM_CAPTURE_MODE_GLOBAL: cumem_capture_mode_t = 0;
+pub const CUMEM_CAPTURE_MODE_THREAD_LOCAL: cumem_capture_mode_t = 1;
+pub const CUMEM_CAPTURE_MODE_RELAXED: cumem_capture_mode_t = 2;
+
+pub type cumem_resource_kind_t = i32;
+pub const CUMEM_RESOURCE_HOST: cumem_resource_kind_t = 1;
+pub const CUMEM_RESOURCE_DEVICE: cumem_resource_kind_t = 2;
+pub const CUMEM_RESOURCE_PINNED: cumem_resource_kind_t = 3;
+pub const CUMEM_RESOURCE_LEGACY_PINNED: cumem_resource_kind_t = 4;
+pub const CUMEM_RESOURCE_MANAGED: cumem_resource_kind_t = 5;
+pub const CUMEM_RESOURCE_LIMIT: cumem_resource_kind_t = 6;
+pub const CUMEM_RESOURCE_LEGACY_DEVICE: cumem_resource_kind_t = 7;
+pub const CUMEM_RESOURCE_HOST_SHARED: cumem_resource_kind_t = 8;
+pub const CUMEM_RESOURCE_CACHING: cumem_resource_kind_t = 9;
+pub const CUMEM_RESOURCE_TRACKING: cumem_resource_kind_t = 10;
+pub const CUMEM_RESOURCE_LOGGING: cumem_resource_kind_t = 11;
+pub const CUMEM_RESOURCE_CALLBACK: cumem_resource_kind_t = 12;
+
+pub type cumem_advice_t = i32;
+pub const CUMEM_ADVICE_SET_READ_MOSTLY: cumem_advice_t = 1;
+pub const CUMEM_ADVICE_UNSET_READ_MOSTLY: cumem_advice_t = 2;
+pub const CUMEM_ADVICE_SET_PREFERRED_LOCATION: cumem_advice_t = 3;
+pub const CUMEM_ADVICE_UNSET_PREFERRED_LOCATION: cumem_advice_t = 4;
+pub const CUMEM_ADVICE_SET_ACCESSED_BY: cumem_advice_t = 5;
+pub const CUMEM_ADVICE_UNSET_ACCESSED_BY: cumem_advice_t = 6;
+
+pub type cumem_code_type_t = i32;
+pub const CUMEM_CODE_CUBIN: cumem_code_type_t = 0;
+pub const CUMEM_CODE_PTX: cumem_code_type_t = 1;
+
+pub const CUMEM_DLPACK_MAX_NDIM: u32 = 64;
+pub const CUMEM_IPC_DESCRIPTOR_SIZE: usize = 160;
+
+// ---------------------------------------------------------------------------
+// Structs (layout checked by tests/layout.rs)
+// ---------------------------------------------------------------------------
+
+const fn struct_size<T>() -> u32 {
+    size_of::<T>() as u32
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct cumem_location_t {
+    pub type_: cumem_location_type_t,
+    pub id: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_device_properties_t {
+    pub struct_size: u32,
+    pub ordinal: i32,
+    pub name: [c_char; 256],
+    pub uuid: [u8; 16],
+    pub compute_capability_major: i32,
+    pub compute_capability_minor: i32,
+    pub total_memory: u64,
+    pub multiprocessor_count: i32,
+    pub memory_pools_supported: cumem_bool_t,
+    pub ipc_handle_types: u32,
+    pub managed_memory: cumem_bool_t,
+    pub concurrent_managed_access: cumem_bool_t,
+    pub virtual_memory_management: cumem_bool_t,
+    pub host_numa_id: i32,
+    pub pci_domain_id: i32,
+    pub pci_bus_id: i32,
+    pub pci_device_id: i32,
+    pub max_threads_per_block: i32,
+    pub max_shared_memory_per_block_optin: i32,
+    pub cluster_launch: cumem_bool_t,
+}
+impl Default for cumem_device_properties_t {
+    /// CUMEM_DEVICE_PROPERTIES_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            ordinal: 0,
+            name: [0; 256],
+            uuid: [0; 16],
+            compute_capability_major: 0,
+            compute_capability_minor: 0,
+            total_memory: 0,
+            multiprocessor_count: 0,
+            memory_pools_supported: 0,
+            ipc_handle_types: 0,
+            managed_memory: 0,
+            concurrent_managed_access: 0,
+            virtual_memory_management: 0,
+            host_numa_id: -1,
+            pci_domain_id: 0,
+            pci_bus_id: 0,
+            pci_device_id: 0,
+            max_threads_per_block: 0,
+            max_shared_memory_per_block_optin: 0,
+            cluster_launch: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_stream_options_t {
+    pub struct_size: u32,
+    pub nonblocking: cumem_bool_t,
+    pub priority: i32,
+    pub priority_mode: cumem_priority_mode_t,
+}
+impl Default for cumem_stream_options_t {
+    /// CUMEM_STREAM_OPTIONS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            nonblocking: CUMEM_TRUE,
+            priority: 0,
+            priority_mode: CUMEM_PRIORITY_CLAMP,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_event_options_t {
+    pub struct_size: u32,
+    pub enable_timing: cumem_bool_t,
+    pub blocking_sync: cumem_bool_t,
+    pub interprocess: cumem_bool_t,
+}
+impl Default for cumem_event_options_t {
+    /// CUMEM_EVENT_OPTIONS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            enable_timing: CUMEM_FALSE,
+            blocking_sync: CUMEM_FALSE,
+            interprocess: CUMEM_FALSE,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_resource_properties_t {
+    pub struct_size: u32,
+    pub kind: cumem_resource_kind_t,
+    pub device_accessible: cumem_bool_t,
+    pub host_accessible: cumem_bool_t,
+    pub device_id: i32,
+    pub is_stream_ordered: cumem_bool_t,
+    pub is_pool: cumem_bool_t,
+    pub ipc_enabled: cumem_bool_t,
+    pub is_imported: cumem_bool_t,
+}
+impl Default for cumem_resource_properties_t {
+    /// CUMEM_RESOURCE_PROPERTIES_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            kind: 0,
+            device_accessible: 0,
+            host_accessible: 0,
+            device_id: -1,
+            is_stream_ordered: 0,
+            is_pool: 0,
+            ipc_enabled: 0,
+            is_imported: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_resource_statistics_t {
+    pub struct_size: u32,
+    pub reserved0: u32,
+    pub bytes_in_use: u64,
+    pub peak_bytes_in_use: u64,
+    pub live_allocations: u64,
+    pub total_allocations: u64,
+}
+impl Default for cumem_resource_statistics_t {
+    /// CUMEM_RESOURCE_STATISTICS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            reserved0: 0,
+            bytes_in_use: 0,
+            peak_bytes_in_use: 0,
+            live_allocations: 0,
+            total_allocations: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_host_resource_options_t {
+    pub struct_size: u32,
+    pub reserved0: u32,
+    pub alignment: usize,
+}
+impl Default for cumem_host_resource_options_t {
+    /// CUMEM_HOST_RESOURCE_OPTIONS_INIT.
+    fn default() -> Self {
+        Self { struct_size: struct_size::<Self>(), reserved0: 0, alignment: 64 }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_pool_options_t {
+    pub struct_size: u32,
+    pub use_default_pool: cumem_bool_t,
+    pub release_threshold: u64,
+    pub max_size: u64,
+    pub ipc_enabled: cumem_bool_t,
+    pub host_numa_id: i32,
+}
+impl Default for cumem_pool_options_t {
+    /// CUMEM_POOL_OPTIONS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            use_default_pool: CUMEM_TRUE,
+            release_threshold: u64::MAX,
+            max_size: 0,
+            ipc_enabled: CUMEM_FALSE,
+            host_numa_id: -1,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_managed_resource_options_t {
+    pub struct_size: u32,
+    pub preferred_location: cumem_location_t,
+    pub use_pool: cumem_bool_t,
+}
+impl Default for cumem_managed_resource_options_t {
+    /// CUMEM_MANAGED_RESOURCE_OPTIONS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            preferred_location: cumem_location_t { type_: CUMEM_LOCATION_NONE, id: 0 },
+            use_pool: CUMEM_TRUE,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_caching_statistics_t {
+    pub struct_size: u32,
+    pub reserved0: u32,
+    pub bytes_cached: u64,
+    pub bytes_reserved: u64,
+    pub peak_bytes_reserved: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub stream_reuses: u64,
+    pub oom_retries: u64,
+}
+impl Default for cumem_caching_statistics_t {
+    /// CUMEM_CACHING_STATISTICS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            reserved0: 0,
+            bytes_cached: 0,
+            bytes_reserved: 0,
+            peak_bytes_reserved: 0,
+            hits: 0,
+            misses: 0,
+            stream_reuses: 0,
+            oom_retries: 0,
+        }
+    }
+}
+
+pub type cumem_allocate_fn = Option<
+    unsafe extern "C" fn(size: usize, stream: *mut c_void, user_data: *mut c_void, out_ptr: *mut *mut c_void) -> i32,
+>;
+pub type cumem_deallocate_fn =
+    Option<unsafe extern "C" fn(ptr: *mut c_void, size: usize, stream: *mut c_void, user_data: *mut c_void)>;
+pub type cumem_destroy_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+pub type cumem_release_fn = Option<unsafe extern "C" fn(ptr: *mut c_void, size: usize, user_data: *mut c_void)>;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_resource_callbacks_t {
+    pub struct_size: u32,
+    pub memory_kind: cumem_memory_kind_t,
+    pub allocate: cumem_allocate_fn,
+    pub deallocate: cumem_deallocate_fn,
+    pub destroy: cumem_destroy_fn,
+    pub user_data: *mut c_void,
+    pub device_accessible: cumem_bool_t,
+    pub host_accessible: cumem_bool_t,
+    pub stream_ordered: cumem_bool_t,
+    pub reserved0: u32,
+}
+impl Default for cumem_resource_callbacks_t {
+    /// CUMEM_RESOURCE_CALLBACKS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            memory_kind: CUMEM_MEMORY_HOST,
+            allocate: None,
+            deallocate: None,
+            destroy: None,
+            user_data: core::ptr::null_mut(),
+            device_accessible: CUMEM_FALSE,
+            host_accessible: CUMEM_TRUE,
+            stream_ordered: CUMEM_FALSE,
+            reserved0: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_pool_attributes_t {
+    pub struct_size: u32,
+    pub reuse_follow_event_dependencies: cumem_bool_t,
+    pub reuse_allow_opportunistic: cumem_bool_t,
+    pub reuse_allow_internal_dependencies: cumem_bool_t,
+    pub release_threshold: u64,
+    pub reserved_mem_current: u64,
+    pub reserved_mem_high: u64,
+    pub used_mem_current: u64,
+    pub used_mem_high: u64,
+}
+impl Default for cumem_pool_attributes_t {
+    /// CUMEM_POOL_ATTRIBUTES_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            reuse_follow_event_dependencies: 0,
+            reuse_allow_opportunistic: 0,
+            reuse_allow_internal_dependencies: 0,
+            release_threshold: 0,
+            reserved_mem_current: 0,
+            reserved_mem_high: 0,
+            used_mem_current: 0,
+            used_mem_high: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_buffer_info_t {
+    pub struct_size: u32,
+    pub device_id: i32,
+    pub ptr: *mut c_void,
+    pub size: u64,
+    pub memory_kind: cumem_memory_kind_t,
+    pub device_accessible: cumem_bool_t,
+    pub host_accessible: cumem_bool_t,
+    pub is_slice: cumem_bool_t,
+    pub owns_memory: cumem_bool_t,
+}
+impl Default for cumem_buffer_info_t {
+    /// CUMEM_BUFFER_INFO_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            device_id: -1,
+            ptr: core::ptr::null_mut(),
+            size: 0,
+            memory_kind: 0,
+            device_accessible: 0,
+            host_accessible: 0,
+            is_slice: 0,
+            owns_memory: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_dlpack_options_t {
+    pub struct_size: u32,
+    pub dtype_code: u8,
+    pub dtype_bits: u8,
+    pub dtype_lanes: u16,
+    pub ndim: i32,
+    pub reserved0: u32,
+    pub shape: *const i64,
+    pub strides: *const i64,
+    pub byte_offset: u64,
+    pub device_type: i32,
+    pub read_only: cumem_bool_t,
+}
+impl Default for cumem_dlpack_options_t {
+    /// CUMEM_DLPACK_OPTIONS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            dtype_code: 0,
+            dtype_bits: 0,
+            dtype_lanes: 0,
+            ndim: 0,
+            reserved0: 0,
+            shape: core::ptr::null(),
+            strides: core::ptr::null(),
+            byte_offset: 0,
+            device_type: 0,
+            read_only: CUMEM_FALSE,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct cumem_ipc_descriptor_t {
+    pub bytes: [u8; CUMEM_IPC_DESCRIPTOR_SIZE],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct cumem_ipc_event_handle_t {
+    pub bytes: [u8; 64],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_program_options_t {
+    pub struct_size: u32,
+    pub code_type: cumem_code_type_t,
+    pub arch: *const c_char,
+    pub options: *const *const c_char,
+    pub num_options: u32,
+    pub name_expressions: *const *const c_char,
+    pub num_name_expressions: u32,
+    pub name: *const c_char,
+}
+impl Default for cumem_program_options_t {
+    /// CUMEM_PROGRAM_OPTIONS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            code_type: CUMEM_CODE_CUBIN,
+            arch: core::ptr::null(),
+            options: core::ptr::null(),
+            num_options: 0,
+            name_expressions: core::ptr::null(),
+            num_name_expressions: 0,
+            name: core::ptr::null(),
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_kernel_attributes_t {
+    pub struct_size: u32,
+    pub max_threads_per_block: i32,
+    pub shared_size_bytes: i32,
+    pub const_size_bytes: i32,
+    pub local_size_bytes: i32,
+    pub num_regs: i32,
+    pub ptx_version: i32,
+    pub binary_version: i32,
+    pub max_dynamic_shared_size_bytes: i32,
+}
+impl Default for cumem_kernel_attributes_t {
+    /// CUMEM_KERNEL_ATTRIBUTES_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            max_threads_per_block: 0,
+            shared_size_bytes: 0,
+            const_size_bytes: 0,
+            local_size_bytes: 0,
+            num_regs: 0,
+            ptx_version: 0,
+            binary_version: 0,
+            max_dynamic_shared_size_bytes: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_launch_config_t {
+    pub struct_size: u32,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_memory_bytes: u32,
+    pub cluster: [u32; 3],
+}
+impl Default for cumem_launch_config_t {
+    /// CUMEM_LAUNCH_CONFIG_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            shared_memory_bytes: 0,
+            cluster: [0, 0, 0],
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Functions
+// ---------------------------------------------------------------------------
+
+extern "C" {
+    // Version, status, errors
+    pub fn cumem_version() -> u32;
+    pub fn cumem_status_string(status: cumem_status_t) -> *const c_char;
+    pub fn cumem_last_error_message() -> *const c_char;
+    pub fn cumem_driver_version(out_version: *mut i32) -> cumem_status_t;
+
+    // Devices
+    pub fn cumem_device_count(out_count: *mut i32) -> cumem_status_t;
+    pub fn cumem_device_get(ordinal: i32, out_device: *mut *mut cumem_device_t) -> cumem_status_t;
+    pub fn cumem_device_retain(device: *mut cumem_device_t) -> cumem_status_t;
+    pub fn cumem_device_release(device: *mut cumem_device_t) -> cumem_status_t;
+    pub fn cumem_device_ordinal(device: *const cumem_device_t, out_ordinal: *mut i32) -> cumem_status_t;
+    pub fn cumem_device_get_properties(
+        device: *const cumem_device_t,
+        props: *mut cumem_device_properties_t,
+    ) -> cumem_status_t;
+    pub fn cumem_device_get_attribute(
+        device: *const cumem_device_t,
+        attribute: i32,
+        out_value: *mut i32,
+    ) -> cumem_status_t;
+    pub fn cumem_device_set_current(device: *const cumem_device_t) -> cumem_status_t;
+    pub fn cumem_device_synchronize(device: *const cumem_device_t) -> cumem_status_t;
+    pub fn cumem_device_memory_info(
+        device: *const cumem_device_t,
+        out_free: *mut u64,
+        out_total: *mut u64,
+    ) -> cumem_status_t;
+    pub fn cumem_device_can_access_peer(
+        device: *const cumem_device_t,
+        peer: *const cumem_device_t,
+        out_can_access: *mut cumem_bool_t,
+    ) -> cumem_status_t;
+    pub fn cumem_device_enable_peer_access(
+        device: *const cumem_device_t,
+        peer: *const cumem_device_t,
+    ) -> cumem_status_t;
+    pub fn cumem_device_stream_priority_range(
+        device: *const cumem_device_t,
+        out_least: *mut i32,
+        out_greatest: *mut i32,
+    ) -> cumem_status_t;
+
+    // Streams
+    pub fn cumem_stream_options_init(options: *mut cumem_stream_options_t);
+    pub fn cumem_stream_create(
+        device: *const cumem_device_t,
+        options: *const cumem_stream_options_t,
+        out_stream: *mut *mut cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_stream_wrap(
+        device: *const cumem_device_t,
+        native_stream: *mut c_void,
+        out_stream: *mut *mut cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_stream_legacy_default(
+        device: *const cumem_device_t,
+        out_stream: *mut *mut cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_stream_per_thread_default(
+        device: *const cumem_device_t,
+        out_stream: *mut *mut cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_stream_retain(stream: *mut cumem_stream_t) -> cumem_status_t;
+    pub fn cumem_stream_release(stream: *mut cumem_stream_t) -> cumem_status_t;
+    pub fn cumem_stream_native(stream: *const cumem_stream_t, out_native: *mut *mut c_void) -> cumem_status_t;
+    pub fn cumem_stream_device(
+        stream: *const cumem_stream_t,
+        out_device: *mut *mut cumem_device_t,
+    ) -> cumem_status_t;
+    pub fn cumem_stream_priority(stream: *const cumem_stream_t, out_priority: *mut i32) -> cumem_status_t;
+    pub fn cumem_stream_synchronize(stream: *const cumem_stream_t) -> cumem_status_t;
+    pub fn cumem_stream_query(stream: *const cumem_stream_t, out_done: *mut cumem_bool_t) -> cumem_status_t;
+    pub fn cumem_stream_wait_event(stream: *const cumem_stream_t, event: *const cumem_event_t) -> cumem_status_t;
+    pub fn cumem_stream_wait_stream(stream: *const cumem_stream_t, other: *const cumem_stream_t) -> cumem_status_t;
+
+    // Events
+    pub fn cumem_event_options_init(options: *mut cumem_event_options_t);
+    pub fn cumem_event_create(
+        device: *const cumem_device_t,
+        options: *const cumem_event_options_t,
+        out_event: *mut *mut cumem_event_t,
+    ) -> cumem_status_t;
+    pub fn cumem_event_retain(event: *mut cumem_event_t) -> cumem_status_t;
+    pub fn cumem_event_release(event: *mut cumem_event_t) -> cumem_status_t;
+    pub fn cumem_event_record(event: *const cumem_event_t, stream: *const cumem_stream_t) -> cumem_status_t;
+    pub fn cumem_event_synchronize(event: *const cumem_event_t) -> cumem_status_t;
+    pub fn cumem_event_query(event: *const cumem_event_t, out_done: *mut cumem_bool_t) -> cumem_status_t;
+    pub fn cumem_event_elapsed_ms(
+        start: *const cumem_event_t,
+        end: *const cumem_event_t,
+        out_ms: *mut f32,
+    ) -> cumem_status_t;
+    pub fn cumem_event_native(event: *const cumem_event_t, out_native: *mut *mut c_void) -> cumem_status_t;
+
+    // Resources
+    pub fn cumem_host_resource_options_init(o: *mut cumem_host_resource_options_t);
+    pub fn cumem_pool_options_init(options: *mut cumem_pool_options_t);
+    pub fn cumem_managed_resource_options_init(options: *mut cumem_managed_resource_options_t);
+    pub fn cumem_host_resource_create(
+        options: *const cumem_host_resource_options_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_device_resource_create(
+        device: *const cumem_device_t,
+        options: *const cumem_pool_options_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_pinned_resource_create(
+        device: *const cumem_device_t,
+        options: *const cumem_pool_options_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_legacy_device_resource_create(
+        device: *const cumem_device_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_host_shared_resource_create(
+        capacity: u64,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_legacy_pinned_resource_create(
+        device: *const cumem_device_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_managed_resource_create(
+        device: *const cumem_device_t,
+        options: *const cumem_managed_resource_options_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_limit_resource_create(
+        upstream: *mut cumem_resource_t,
+        limit_bytes: u64,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_caching_resource_create(
+        upstream: *mut cumem_resource_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_caching_resource_get_statistics(
+        resource: *const cumem_resource_t,
+        stats: *mut cumem_caching_statistics_t,
+    ) -> cumem_status_t;
+    pub fn cumem_caching_resource_release_cached(resource: *mut cumem_resource_t) -> cumem_status_t;
+    pub fn cumem_tracking_resource_create(
+        upstream: *mut cumem_resource_t,
+        capture_backtraces: cumem_bool_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_tracking_resource_report(
+        resource: *const cumem_resource_t,
+        buffer: *mut c_char,
+        capacity: usize,
+        out_length: *mut usize,
+    ) -> cumem_status_t;
+    pub fn cumem_tracking_resource_outstanding(
+        resource: *const cumem_resource_t,
+        out_count: *mut u64,
+        out_bytes: *mut u64,
+    ) -> cumem_status_t;
+    pub fn cumem_logging_resource_create(
+        upstream: *mut cumem_resource_t,
+        path: *const c_char,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_callback_resource_create(
+        device: *const cumem_device_t,
+        callbacks: *const cumem_resource_callbacks_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_retain(resource: *mut cumem_resource_t) -> cumem_status_t;
+    pub fn cumem_resource_release(resource: *mut cumem_resource_t) -> cumem_status_t;
+    pub fn cumem_resource_allocate(
+        resource: *mut cumem_resource_t,
+        size: usize,
+        stream: *const cumem_stream_t,
+        out_buffer: *mut *mut cumem_buffer_t,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_allocate_raw(
+        resource: *mut cumem_resource_t,
+        size: usize,
+        stream: *const cumem_stream_t,
+        out_ptr: *mut *mut c_void,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_deallocate_raw(
+        resource: *mut cumem_resource_t,
+        ptr: *mut c_void,
+        size: usize,
+        stream: *const cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_get_properties(
+        resource: *const cumem_resource_t,
+        props: *mut cumem_resource_properties_t,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_get_statistics(
+        resource: *const cumem_resource_t,
+        stats: *mut cumem_resource_statistics_t,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_reset_peak(resource: *mut cumem_resource_t) -> cumem_status_t;
+    pub fn cumem_resource_pool_get_attributes(
+        resource: *const cumem_resource_t,
+        attributes: *mut cumem_pool_attributes_t,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_pool_set_attributes(
+        resource: *mut cumem_resource_t,
+        attributes: *const cumem_pool_attributes_t,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_pool_reset_highs(resource: *mut cumem_resource_t) -> cumem_status_t;
+    pub fn cumem_resource_pool_trim(resource: *mut cumem_resource_t, min_bytes_to_keep: u64) -> cumem_status_t;
+    pub fn cumem_resource_pool_native(resource: *const cumem_resource_t, out_pool: *mut *mut c_void) -> cumem_status_t;
+
+    // Buffers
+    pub fn cumem_buffer_retain(buffer: *mut cumem_buffer_t) -> cumem_status_t;
+    pub fn cumem_buffer_release(buffer: *mut cumem_buffer_t) -> cumem_status_t;
+    pub fn cumem_buffer_ptr(buffer: *const cumem_buffer_t, out_ptr: *mut *mut c_void) -> cumem_status_t;
+    pub fn cumem_buffer_size(buffer: *const cumem_buffer_t, out_size: *mut usize) -> cumem_status_t;
+    pub fn cumem_buffer_resource(
+        buffer: *const cumem_buffer_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_device_id(buffer: *const cumem_buffer_t, out_device_id: *mut i32) -> cumem_status_t;
+    pub fn cumem_buffer_get_info(buffer: *const cumem_buffer_t, info: *mut cumem_buffer_info_t) -> cumem_status_t;
+    pub fn cumem_buffer_is_closed(buffer: *const cumem_buffer_t, out_closed: *mut cumem_bool_t) -> cumem_status_t;
+    pub fn cumem_buffer_set_deallocation_stream(
+        buffer: *mut cumem_buffer_t,
+        stream: *const cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_close(buffer: *mut cumem_buffer_t, stream: *const cumem_stream_t) -> cumem_status_t;
+    pub fn cumem_buffer_copy_to(
+        src: *const cumem_buffer_t,
+        dst: *mut cumem_buffer_t,
+        stream: *const cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_copy_from(
+        dst: *mut cumem_buffer_t,
+        src: *const cumem_buffer_t,
+        stream: *const cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_copy_region(
+        dst: *mut cumem_buffer_t,
+        dst_offset: usize,
+        src: *const cumem_buffer_t,
+        src_offset: usize,
+        length: usize,
+        stream: *const cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_fill(
+        buffer: *mut cumem_buffer_t,
+        value: u32,
+        width: u32,
+        stream: *const cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_slice(
+        buffer: *mut cumem_buffer_t,
+        offset: usize,
+        length: usize,
+        out_slice: *mut *mut cumem_buffer_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_wrap_owned(
+        resource: *mut cumem_resource_t,
+        ptr: *mut c_void,
+        size: usize,
+        out_buffer: *mut *mut cumem_buffer_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_wrap(
+        ptr: *mut c_void,
+        size: usize,
+        release_fn: cumem_release_fn,
+        user_data: *mut c_void,
+        out_buffer: *mut *mut cumem_buffer_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_register_host(
+        device: *const cumem_device_t,
+        ptr: *mut c_void,
+        size: usize,
+        out_buffer: *mut *mut cumem_buffer_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_prefetch(
+        buffer: *mut cumem_buffer_t,
+        location: cumem_location_t,
+        stream: *const cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_advise(
+        buffer: *mut cumem_buffer_t,
+        advice: cumem_advice_t,
+        location: cumem_location_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_discard(buffer: *mut cumem_buffer_t, stream: *const cumem_stream_t) -> cumem_status_t;
+
+    // DLPack
+    pub fn cumem_dlpack_options_init(options: *mut cumem_dlpack_options_t);
+    pub fn cumem_buffer_to_dlpack(
+        buffer: *mut cumem_buffer_t,
+        options: *const cumem_dlpack_options_t,
+        out_tensor: *mut *mut DLManagedTensorVersioned,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_from_dlpack(
+        tensor: *mut DLManagedTensorVersioned,
+        allow_read_only: cumem_bool_t,
+        out_buffer: *mut *mut cumem_buffer_t,
+    ) -> cumem_status_t;
+
+    // Programs, libraries, kernels, launch
+    pub fn cumem_program_options_init(options: *mut cumem_program_options_t);
+    pub fn cumem_nvrtc_version(out_major: *mut i32, out_minor: *mut i32) -> cumem_status_t;
+    pub fn cumem_program_compile(
+        device: *const cumem_device_t,
+        source: *const c_char,
+        options: *const cumem_program_options_t,
+        out_program: *mut *mut cumem_program_t,
+    ) -> cumem_status_t;
+    pub fn cumem_program_retain(program: *mut cumem_program_t) -> cumem_status_t;
+    pub fn cumem_program_release(program: *mut cumem_program_t) -> cumem_status_t;
+    pub fn cumem_program_log(program: *const cumem_program_t, out_log: *mut *const c_char) -> cumem_status_t;
+    pub fn cumem_program_load(
+        program: *const cumem_program_t,
+        out_library: *mut *mut cumem_library_t,
+    ) -> cumem_status_t;
+    pub fn cumem_library_load_data(
+        device: *const cumem_device_t,
+        image: *const c_void,
+        size: usize,
+        out_library: *mut *mut cumem_library_t,
+    ) -> cumem_status_t;
+    pub fn cumem_library_retain(library: *mut cumem_library_t) -> cumem_status_t;
+    pub fn cumem_library_release(library: *mut cumem_library_t) -> cumem_status_t;
+    pub fn cumem_library_get_kernel(
+        library: *const cumem_library_t,
+        name: *const c_char,
+        out_kernel: *mut *mut cumem_kernel_t,
+    ) -> cumem_status_t;
+    pub fn cumem_kernel_retain(kernel: *mut cumem_kernel_t) -> cumem_status_t;
+    pub fn cumem_kernel_release(kernel: *mut cumem_kernel_t) -> cumem_status_t;
+    pub fn cumem_kernel_get_attributes(
+        kernel: *const cumem_kernel_t,
+        attributes: *mut cumem_kernel_attributes_t,
+    ) -> cumem_status_t;
+    pub fn cumem_launch_config_init(config: *mut cumem_launch_config_t);
+    pub fn cumem_launch(
+        kernel: *const cumem_kernel_t,
+        stream: *const cumem_stream_t,
+        config: *const cumem_launch_config_t,
+        args: *mut *mut c_void,
+        num_args: u32,
+    ) -> cumem_status_t;
+}
+
+// Framework allocator entry points (PyTorch's and CuPy's signatures; `int`
+// parameters as in the header).
+extern "C" {
+    pub fn cumem_framework_set_resource(device: i32, resource: *mut cumem_resource_t) -> cumem_status_t;
+    pub fn cumem_framework_get_resource(device: i32, out_resource: *mut *mut cumem_resource_t) -> cumem_status_t;
+    pub fn cumem_torch_alloc(size: usize, device: c_int, stream: *mut c_void) -> *mut c_void;
+    pub fn cumem_torch_free(ptr: *mut c_void, size: usize, device: c_int, stream: *mut c_void);
+    pub fn cumem_cupy_malloc(param: *mut c_void, size: usize, device_id: c_int) -> *mut c_void;
+    pub fn cumem_cupy_free(param: *mut c_void, ptr: *mut c_void, device_id: c_int);
+}

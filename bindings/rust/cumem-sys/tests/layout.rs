@@ -1,0 +1,292 @@
+//! Layout test: every struct of include/cumem/cumem.h against its Rust twin.
+//! A C program compiled with the system's `cc` prints sizeof, alignof and,
+//! per field, offsetof and sizeof; the Rust side computes the same with
+//! size_of / align_of / offset_of!. The field names (in order) and the list
+//! of structs are also read from the header itself, so a field or struct
+//! added there and not here fails the test.
+use cumem_sys::*;
+use std::collections::BTreeMap;
+use std::mem::{align_of, offset_of, size_of, MaybeUninit};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn size_of_pointee<T>(_: *const T) -> usize {
+    size_of::<T>()
+}
+
+struct Layout {
+    name: &'static str,
+    fields: Vec<&'static str>,
+    /// "key value" lines as the C program prints them.
+    values: BTreeMap<String, usize>,
+}
+
+/// layout!(c_struct_name: RustType { field_c => field_rust, ... })
+macro_rules! layout {
+    ($t:ident { $($cf:ident => $rf:ident),* $(,)? }) => {{
+        let mut values = BTreeMap::new();
+        values.insert(format!("{}.sizeof", stringify!($t)), size_of::<$t>());
+        values.insert(format!("{}.alignof", stringify!($t)), align_of::<$t>());
+        let u = MaybeUninit::<$t>::uninit();
+        let p = u.as_ptr();
+        $(
+            values.insert(format!("{}.{}.offset", stringify!($t), stringify!($cf)), offset_of!($t, $rf));
+            // SAFETY: addr_of! on a field of an uninit value reads nothing.
+            values.insert(format!("{}.{}.size", stringify!($t), stringify!($cf)),
+                          size_of_pointee(unsafe { std::ptr::addr_of!((*p).$rf) }));
+        )*
+        Layout { name: stringify!($t), fields: vec![$(stringify!($cf)),*], values }
+    }};
+}
+
+fn layouts() -> Vec<Layout> {
+    vec![
+        layout!(cumem_location_t { type => type_, id => id }),
+        layout!(cumem_device_properties_t {
+            struct_size => struct_size, ordinal => ordinal, name => name, uuid => uuid,
+            compute_capability_major => compute_capability_major,
+            compute_capability_minor => compute_capability_minor,
+            total_memory => total_memory, multiprocessor_count => multiprocessor_count,
+            memory_pools_supported => memory_pools_supported, ipc_handle_types => ipc_handle_types,
+            managed_memory => managed_memory, concurrent_managed_access => concurrent_managed_access,
+            virtual_memory_management => virtual_memory_management, host_numa_id => host_numa_id,
+            pci_domain_id => pci_domain_id, pci_bus_id => pci_bus_id, pci_device_id => pci_device_id,
+            max_threads_per_block => max_threads_per_block,
+            max_shared_memory_per_block_optin => max_shared_memory_per_block_optin,
+            cluster_launch => cluster_launch,
+        }),
+        layout!(cumem_stream_options_t {
+            struct_size => struct_size, nonblocking => nonblocking, priority => priority,
+            priority_mode => priority_mode,
+        }),
+        layout!(cumem_event_options_t {
+            struct_size => struct_size, enable_timing => enable_timing,
+            blocking_sync => blocking_sync, interprocess => interprocess,
+        }),
+        layout!(cumem_resource_properties_t {
+            struct_size => struct_size, kind => kind, device_accessible => device_accessible,
+            host_accessible => host_accessible, device_id => device_id,
+            is_stream_ordered => is_stream_ordered, is_pool => is_pool,
+            ipc_enabled => ipc_enabled, is_imported => is_imported,
+        }),
+        layout!(cumem_resource_statistics_t {
+            struct_size => struct_size, reserved0 => reserved0, bytes_in_use => bytes_in_use,
+            peak_bytes_in_use => peak_bytes_in_use, live_allocations => live_allocations,
+            total_allocations => total_allocations,
+        }),
+        layout!(cumem_host_resource_options_t {
+            struct_size => struct_size, reserved0 => reserved0, alignment => alignment,
+        }),
+        layout!(cumem_pool_options_t {
+            struct_size => struct_size, use_default_pool => use_default_pool,
+            release_threshold => release_threshold, max_size => max_size,
+            ipc_enabled => ipc_enabled, host_numa_id => host_numa_id,
+        }),
+        layout!(cumem_managed_resource_options_t {
+            struct_size => struct_size, preferred_location => preferred_location, use_pool => use_pool,
+        }),
+        layout!(cumem_caching_statistics_t {
+            struct_size => struct_size, reserved0 => reserved0, bytes_cached => bytes_cached,
+            bytes_reserved => bytes_reserved, peak_bytes_reserved => peak_bytes_reserved,
+            hits => hits, misses => misses, stream_reuses => stream_reuses,
+            oom_retries => oom_retries,
+        }),
+        layout!(cumem_resource_callbacks_t {
+            struct_size => struct_size, memory_kind => memory_kind, allocate => allocate,
+            deallocate => deallocate, destroy => destroy, user_data => user_data,
+            device_accessible => device_accessible, host_accessible => host_accessible,
+            stream_ordered => stream_ordered, reserved0 => reserved0,
+        }),
+        layout!(cumem_pool_attributes_t {
+            struct_size => struct_size,
+            reuse_follow_event_dependencies => reuse_follow_event_dependencies,
+            reuse_allow_opportunistic => reuse_allow_opportunistic,
+            reuse_allow_internal_dependencies => reuse_allow_internal_dependencies,
+            release_threshold => release_threshold, reserved_mem_current => reserved_mem_current,
+            reserved_mem_high => reserved_mem_high, used_mem_current => used_mem_current,
+            used_mem_high => used_mem_high,
+        }),
+        layout!(cumem_buffer_info_t {
+            struct_size => struct_size, device_id => device_id, ptr => ptr, size => size,
+            memory_kind => memory_kind, device_accessible => device_accessible,
+            host_accessible => host_accessible, is_slice => is_slice, owns_memory => owns_memory,
+        }),
+        layout!(cumem_dlpack_options_t {
+            struct_size => struct_size, dtype_code => dtype_code, dtype_bits => dtype_bits,
+            dtype_lanes => dtype_lanes, ndim => ndim, reserved0 => reserved0, shape => shape,
+            strides => strides, byte_offset => byte_offset, device_type => device_type,
+            read_only => read_only,
+        }),
+        layout!(cumem_ipc_descriptor_t { bytes => bytes }),
+        layout!(cumem_ipc_event_handle_t { bytes => bytes }),
+        layout!(cumem_program_options_t {
+            struct_size => struct_size, code_type => code_type, arch => arch, options => options,
+            num_options => num_options, name_expressions => name_expressions,
+            num_name_expressions => num_name_expressions, name => name,
+        }),
+        layout!(cumem_kernel_attributes_t {
+            struct_size => struct_size, max_threads_per_block => max_threads_per_block,
+            shared_size_bytes => shared_size_bytes, const_size_bytes => const_size_bytes,
+            local_size_bytes => local_size_bytes, num_regs => num_regs,
+            ptx_version => ptx_version, binary_version => binary_version,
+            max_dynamic_shared_size_bytes => max_dynamic_shared_size_bytes,
+        }),
+        layout!(cumem_launch_config_t {
+            struct_size => struct_size, grid => grid, block => block,
+            shared_memory_bytes => shared_memory_bytes, cluster => cluster,
+        }),
+    ]
+}
+
+fn include_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../include")
+}
+
+/// Removes /* */ and // comments.
+fn strip_comments(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("/*") {
+        out.push_str(&rest[..i]);
+        rest = &rest[i + 2..];
+        let j = rest.find("*/").expect("unterminated comment");
+        rest = &rest[j + 2..];
+    }
+    out.push_str(rest);
+    out.lines().map(|l| l.split("//").next().unwrap()).collect::<Vec<_>>().join("\n")
+}
+
+/// (struct name, field names in order) of every `typedef struct X { ... } X;`.
+fn header_structs() -> Vec<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(include_dir().join("cumem/cumem.h")).unwrap();
+    let text = strip_comments(&text);
+    let mut out = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("typedef struct ") {
+        rest = &rest[i + "typedef struct ".len()..];
+        let name_end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap();
+        let name = rest[..name_end].to_string();
+        let after = rest[name_end..].trim_start();
+        if !after.starts_with('{') {
+            continue; // an opaque handle
+        }
+        let body_end = after.find('}').unwrap();
+        let body = &after[1..body_end];
+        let fields = body
+            .split(';')
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(|d| {
+                let d = d.split('[').next().unwrap().trim_end();
+                let start = d.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |k| k + 1);
+                d[start..].to_string()
+            })
+            .collect();
+        out.push((name, fields));
+    }
+    out
+}
+
+fn c_values(layouts: &[Layout]) -> BTreeMap<String, usize> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let src = dir.join("cumem_layout.c");
+    let exe = dir.join("cumem_layout");
+    let mut c = String::from(
+        "#include <cumem/cumem.h>\n#include <stdio.h>\n#include <stdalign.h>\n\
+         #define P(key, v) printf(\"%s %zu\\n\", key, (size_t)(v))\nint main(void) {\n",
+    );
+    for l in layouts {
+        let t = l.name;
+        c += &format!("  P(\"{t}.sizeof\", sizeof({t}));\n  P(\"{t}.alignof\", alignof({t}));\n");
+        for f in &l.fields {
+            c += &format!(
+                "  P(\"{t}.{f}.offset\", offsetof({t}, {f}));\n  P(\"{t}.{f}.size\", sizeof((({t}*)0)->{f}));\n"
+            );
+        }
+    }
+    c += "  return 0;\n}\n";
+    std::fs::write(&src, c).unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-std=c11", "-Wall", "-Werror", "-I"])
+        .arg(include_dir())
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}`: {e}"));
+    assert!(status.success(), "{cc} failed on {}", src.display());
+    let out = Command::new(&exe).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once(' ').unwrap();
+            (k.to_string(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn every_header_struct_has_a_rust_twin_with_the_same_fields() {
+    let ours = layouts();
+    let header = header_structs();
+    assert!(header.len() >= 19, "header parse found only {} structs", header.len());
+    for (name, fields) in &header {
+        let l = ours
+            .iter()
+            .find(|l| l.name == name)
+            .unwrap_or_else(|| panic!("{name} of cumem.h has no layout check (and maybe no Rust struct)"));
+        let ours: Vec<String> = l.fields.iter().map(|s| s.to_string()).collect();
+        assert_eq!(&ours, fields, "fields of {name}: Rust side vs header");
+    }
+    assert_eq!(ours.len(), header.len(), "Rust checks structs the header does not have");
+}
+
+#[test]
+fn sizes_alignments_and_offsets_match_the_c_compiler() {
+    let ours = layouts();
+    let c = c_values(&ours);
+    let mut checked = 0;
+    for l in &ours {
+        for (key, rust) in &l.values {
+            let cv = c.get(key).unwrap_or_else(|| panic!("C printed no {key}"));
+            assert_eq!(rust, cv, "{key}: Rust {rust}, C {cv}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, c.len());
+}
+
+#[test]
+fn defaults_set_struct_size_like_the_init_macros() {
+    assert_eq!(cumem_buffer_info_t::default().struct_size as usize, size_of::<cumem_buffer_info_t>());
+    assert_eq!(cumem_buffer_info_t::default().device_id, -1);
+    assert_eq!(cumem_pool_options_t::default().release_threshold, u64::MAX);
+    assert_eq!(cumem_launch_config_t::default().grid, [1, 1, 1]);
+    // The library's own _init() functions agree with the Rust defaults.
+    let mut c = MaybeUninit::<cumem_stream_options_t>::zeroed();
+    let mut h = MaybeUninit::<cumem_host_resource_options_t>::zeroed();
+    let mut p = MaybeUninit::<cumem_pool_options_t>::zeroed();
+    // SAFETY: valid pointers to writable structs of the header's layout.
+    let (c, h, p) = unsafe {
+        cumem_stream_options_init(c.as_mut_ptr());
+        cumem_host_resource_options_init(h.as_mut_ptr());
+        cumem_pool_options_init(p.as_mut_ptr());
+        (c.assume_init(), h.assume_init(), p.assume_init())
+    };
+    let d = cumem_stream_options_t::default();
+    assert_eq!((c.struct_size, c.nonblocking, c.priority, c.priority_mode),
+               (d.struct_size, d.nonblocking, d.priority, d.priority_mode));
+    assert_eq!((h.struct_size as usize, h.alignment), (size_of::<cumem_host_resource_options_t>(), 64));
+    let d = cumem_pool_options_t::default();
+    assert_eq!((p.struct_size, p.use_default_pool, p.release_threshold, p.max_size, p.ipc_enabled, p.host_numa_id),
+               (d.struct_size, d.use_default_pool, d.release_threshold, d.max_size, d.ipc_enabled, d.host_numa_id));
+}
+
+#[test]
+fn version_links_and_matches_the_header() {
+    // SAFETY: no arguments, never fails.
+    assert_eq!(unsafe { cumem_version() }, CUMEM_VERSION_NUMBER);
+}

@@ -1,0 +1,600 @@
+//! Safe Rust API over libcumem's C ABI (`cumem-sys`).
+//!
+//! Owned handles ([`Device`], [`Stream`], [`Resource`], [`Buffer`]) give
+//! their reference back on `Drop`; every call checks the status and returns
+//! [`Error`] with the status and libcumem's message for it.
+//!
+//! ```
+//! let host = cumem::Resource::host()?;
+//! let buffer = host.allocate(16, None)?;
+//! buffer.fill(0xab, 1, None)?;
+//! let mut out = [0u8; 16];
+//! buffer.copy_to_slice(&mut out, None)?;
+//! assert_eq!(out, [0xab; 16]);
+//! println!("{:?}", host.statistics()?);
+//! # Ok::<(), cumem::Error>(())
+//! ```
+//!
+//! Thread safety, from the header (include/cumem/cumem.h, "Thread safety"):
+//! "every function may be called from any thread. Devices, resources,
+//! streams, events, programs and kernels allow all calls concurrently. A
+//! buffer allows concurrent calls except cumem_buffer_close and
+//! cumem_buffer_set_deallocation_stream, which must not race with other
+//! calls on the same buffer." Hence [`Device`], [`Stream`] and [`Resource`]
+//! are `Send + Sync`; [`Buffer`] is `Send + Sync` because its one
+//! non-concurrent call here, [`Buffer::close`], takes `&mut self` (and the
+//! last release, which must not race either, happens in `Drop`, which owns
+//! the value).
+use std::ffi::CStr;
+use std::fmt;
+use std::os::raw::c_void;
+use std::ptr::{self, NonNull};
+
+pub use cumem_sys as sys;
+
+// ---------------------------------------------------------------------------
+// Status and errors
+// ---------------------------------------------------------------------------
+
+/// A libcumem status code (`cumem_status_t`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Status(pub i32);
+
+impl Status {
+    pub const SUCCESS: Status = Status(sys::CUMEM_SUCCESS);
+    pub const INVALID_ARGUMENT: Status = Status(sys::CUMEM_ERROR_INVALID_ARGUMENT);
+    pub const OUT_OF_MEMORY: Status = Status(sys::CUMEM_ERROR_OUT_OF_MEMORY);
+    pub const NO_DRIVER: Status = Status(sys::CUMEM_ERROR_NO_DRIVER);
+    pub const NO_DEVICE: Status = Status(sys::CUMEM_ERROR_NO_DEVICE);
+    pub const NOT_SUPPORTED: Status = Status(sys::CUMEM_ERROR_NOT_SUPPORTED);
+    pub const BUFFER_CLOSED: Status = Status(sys::CUMEM_ERROR_BUFFER_CLOSED);
+    pub const SIZE_MISMATCH: Status = Status(sys::CUMEM_ERROR_SIZE_MISMATCH);
+    pub const OUT_OF_RANGE: Status = Status(sys::CUMEM_ERROR_OUT_OF_RANGE);
+    pub const WRONG_DEVICE: Status = Status(sys::CUMEM_ERROR_WRONG_DEVICE);
+    pub const INVALID_STATE: Status = Status(sys::CUMEM_ERROR_INVALID_STATE);
+    pub const DRIVER: Status = Status(sys::CUMEM_ERROR_DRIVER);
+    pub const NO_COMPILER: Status = Status(sys::CUMEM_ERROR_NO_COMPILER);
+    pub const COMPILATION: Status = Status(sys::CUMEM_ERROR_COMPILATION);
+    pub const NOT_FOUND: Status = Status(sys::CUMEM_ERROR_NOT_FOUND);
+    pub const INVALID_LAUNCH_CONFIG: Status = Status(sys::CUMEM_ERROR_INVALID_LAUNCH_CONFIG);
+    pub const INTERNAL: Status = Status(sys::CUMEM_ERROR_INTERNAL);
+
+    /// The code's name from `cumem_status_string`, e.g.
+    /// "CUMEM_ERROR_OUT_OF_MEMORY" ("CUMEM_STATUS_UNKNOWN" for others).
+    pub fn name(self) -> &'static str {
+        // SAFETY: never NULL, static storage (the header's promise).
+        unsafe { CStr::from_ptr(sys::cumem_status_string(self.0)) }
+            .to_str()
+            .unwrap_or("CUMEM_STATUS_UNKNOWN")
+    }
+}
+
+impl fmt::Debug for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}({})", self.name(), self.0)
+    }
+}
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A failed call: its status and libcumem's message for it
+/// (`cumem_last_error_message`, read on the failing thread right after the
+/// call).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    status: Status,
+    message: String,
+}
+
+impl Error {
+    pub fn status(&self) -> Status {
+        self.status
+    }
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+    fn last(status: sys::cumem_status_t) -> Error {
+        Error { status: Status(status), message: last_error_message() }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.status.name(), self.message)
+    }
+}
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn check(status: sys::cumem_status_t) -> Result<()> {
+    if status == sys::CUMEM_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::last(status))
+    }
+}
+
+/// The message of the last failing call on this thread ("" if none).
+pub fn last_error_message() -> String {
+    // SAFETY: never NULL; valid until the next libcumem call on this thread,
+    // and copied at once.
+    unsafe { CStr::from_ptr(sys::cumem_last_error_message()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `CUMEM_MAKE_VERSION` of the library loaded at run time (10000 * major +
+/// 100 * minor + patch).
+pub fn version() -> u32 {
+    // SAFETY: no arguments, never fails.
+    unsafe { sys::cumem_version() }
+}
+
+/// The CUDA driver's version (e.g. 13000 for 13.0).
+pub fn driver_version() -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: valid out pointer.
+    check(unsafe { sys::cumem_driver_version(&mut v) })?;
+    Ok(v)
+}
+
+fn opt_stream(stream: Option<&Stream>) -> *const sys::cumem_stream_t {
+    stream.map_or(ptr::null(), |s| s.raw.as_ptr() as *const _)
+}
+
+fn non_null<T>(p: *mut T) -> NonNull<T> {
+    NonNull::new(p).expect("libcumem returned success with a NULL handle")
+}
+
+// ---------------------------------------------------------------------------
+// Devices
+// ---------------------------------------------------------------------------
+
+/// A CUDA device (one reference to libcumem's handle for its ordinal).
+#[derive(Debug)]
+pub struct Device {
+    raw: NonNull<sys::cumem_device_t>,
+}
+// SAFETY: devices allow all calls concurrently from any thread (header).
+unsafe impl Send for Device {}
+unsafe impl Sync for Device {}
+
+/// What `cumem_device_get_properties` reports, in Rust types.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceProperties {
+    pub ordinal: i32,
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub total_memory: u64,
+    pub multiprocessor_count: i32,
+    pub memory_pools_supported: bool,
+    pub managed_memory: bool,
+}
+
+impl Device {
+    /// Number of CUDA devices; `Status::NO_DRIVER` when libcuda cannot be
+    /// loaded.
+    pub fn count() -> Result<i32> {
+        let mut n = 0;
+        // SAFETY: valid out pointer.
+        check(unsafe { sys::cumem_device_count(&mut n) })?;
+        Ok(n)
+    }
+
+    /// The device of `ordinal`.
+    pub fn get(ordinal: i32) -> Result<Device> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: valid out pointer; on success we own one reference.
+        check(unsafe { sys::cumem_device_get(ordinal, &mut raw) })?;
+        Ok(Device { raw: non_null(raw) })
+    }
+
+    pub fn ordinal(&self) -> Result<i32> {
+        let mut o = 0;
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::cumem_device_ordinal(self.raw.as_ptr(), &mut o) })?;
+        Ok(o)
+    }
+
+    pub fn properties(&self) -> Result<DeviceProperties> {
+        let mut p = sys::cumem_device_properties_t::default();
+        // SAFETY: live handle; struct_size set by Default.
+        check(unsafe { sys::cumem_device_get_properties(self.raw.as_ptr(), &mut p) })?;
+        // SAFETY: the name is NUL-terminated within its 256 bytes (header).
+        let name = unsafe { CStr::from_ptr(p.name.as_ptr()) }.to_string_lossy().into_owned();
+        Ok(DeviceProperties {
+            ordinal: p.ordinal,
+            name,
+            compute_capability: (p.compute_capability_major, p.compute_capability_minor),
+            total_memory: p.total_memory,
+            multiprocessor_count: p.multiprocessor_count,
+            memory_pools_supported: p.memory_pools_supported != 0,
+            managed_memory: p.managed_memory != 0,
+        })
+    }
+
+    /// Waits for all work on the device.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: live handle.
+        check(unsafe { sys::cumem_device_synchronize(self.raw.as_ptr()) })
+    }
+
+    /// The raw handle, borrowed (for calls this crate does not wrap).
+    pub fn as_raw(&self) -> *mut sys::cumem_device_t {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference. Releasing a reference we hold cannot
+        // fail (header: only a release beyond the caller's references does).
+        unsafe { sys::cumem_device_release(self.raw.as_ptr()) };
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Streams
+// ---------------------------------------------------------------------------
+
+/// A stream of a device, created by libcumem and destroyed with its last
+/// reference.
+#[derive(Debug)]
+pub struct Stream {
+    raw: NonNull<sys::cumem_stream_t>,
+}
+// SAFETY: streams allow all calls concurrently from any thread (header).
+unsafe impl Send for Stream {}
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    /// A new non-blocking stream on `device` (the default options).
+    pub fn new(device: &Device) -> Result<Stream> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: live device; NULL options mean the defaults.
+        check(unsafe { sys::cumem_stream_create(device.raw.as_ptr(), ptr::null(), &mut raw) })?;
+        Ok(Stream { raw: non_null(raw) })
+    }
+
+    /// Blocks until all work queued on the stream has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: live handle.
+        check(unsafe { sys::cumem_stream_synchronize(self.raw.as_ptr()) })
+    }
+
+    pub fn as_raw(&self) -> *mut sys::cumem_stream_t {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference.
+        unsafe { sys::cumem_stream_release(self.raw.as_ptr()) };
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Resources
+// ---------------------------------------------------------------------------
+
+/// A memory resource: buffers are allocated from it.
+#[derive(Debug)]
+pub struct Resource {
+    raw: NonNull<sys::cumem_resource_t>,
+}
+// SAFETY: resources allow all calls concurrently from any thread (header).
+unsafe impl Send for Resource {}
+unsafe impl Sync for Resource {}
+
+/// `cumem_resource_statistics_t` without its header fields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Statistics {
+    pub bytes_in_use: u64,
+    pub peak_bytes_in_use: u64,
+    pub live_allocations: u64,
+    pub total_allocations: u64,
+}
+
+/// What a resource is (`cumem_resource_kind_t`), as the raw value.
+pub type ResourceKind = sys::cumem_resource_kind_t;
+
+impl Resource {
+    fn make(f: impl FnOnce(*mut *mut sys::cumem_resource_t) -> sys::cumem_status_t) -> Result<Resource> {
+        let mut raw = ptr::null_mut();
+        check(f(&mut raw))?;
+        Ok(Resource { raw: non_null(raw) })
+    }
+
+    /// Pageable host memory, 64-byte aligned; needs no driver.
+    pub fn host() -> Result<Resource> {
+        // SAFETY: NULL options mean the defaults.
+        Self::make(|out| unsafe { sys::cumem_host_resource_create(ptr::null(), out) })
+    }
+
+    /// Pageable host memory with `alignment` (a power of two, 8 to 2 MiB).
+    pub fn host_aligned(alignment: usize) -> Result<Resource> {
+        let options = sys::cumem_host_resource_options_t { alignment, ..Default::default() };
+        // SAFETY: options initialised as CUMEM_HOST_RESOURCE_OPTIONS_INIT.
+        Self::make(|out| unsafe { sys::cumem_host_resource_create(&options, out) })
+    }
+
+    /// Stream-ordered device memory from the device's default pool.
+    pub fn device(device: &Device) -> Result<Resource> {
+        // SAFETY: live device; NULL options mean the defaults.
+        Self::make(|out| unsafe { sys::cumem_device_resource_create(device.raw.as_ptr(), ptr::null(), out) })
+    }
+
+    /// Stream-ordered pinned host memory from a host-located pool.
+    pub fn pinned(device: &Device) -> Result<Resource> {
+        // SAFETY: live device; NULL options mean the defaults.
+        Self::make(|out| unsafe { sys::cumem_pinned_resource_create(device.raw.as_ptr(), ptr::null(), out) })
+    }
+
+    /// Pinned host memory from cuMemHostAlloc (portable, mapped).
+    pub fn legacy_pinned(device: &Device) -> Result<Resource> {
+        // SAFETY: live device.
+        Self::make(|out| unsafe { sys::cumem_legacy_pinned_resource_create(device.raw.as_ptr(), out) })
+    }
+
+    /// Unified (managed) memory for `device`.
+    pub fn managed(device: &Device) -> Result<Resource> {
+        // SAFETY: live device; NULL options mean the defaults.
+        Self::make(|out| unsafe { sys::cumem_managed_resource_create(device.raw.as_ptr(), ptr::null(), out) })
+    }
+
+    /// The caching adaptor over `upstream` (which it keeps alive).
+    pub fn caching(upstream: &Resource) -> Result<Resource> {
+        // SAFETY: live upstream; libcumem takes its own reference.
+        Self::make(|out| unsafe { sys::cumem_caching_resource_create(upstream.raw.as_ptr(), out) })
+    }
+
+    /// The limit adaptor: at most `limit_bytes` in use through it.
+    pub fn limit(upstream: &Resource, limit_bytes: u64) -> Result<Resource> {
+        // SAFETY: live upstream; libcumem takes its own reference.
+        Self::make(|out| unsafe { sys::cumem_limit_resource_create(upstream.raw.as_ptr(), limit_bytes, out) })
+    }
+
+    /// Allocates `size` bytes ordered on `stream` (None: the legacy default
+    /// stream; the host resource waits for nothing then).
+    pub fn allocate(&self, size: usize, stream: Option<&Stream>) -> Result<Buffer> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: live resource, optional live stream, valid out pointer.
+        check(unsafe { sys::cumem_resource_allocate(self.raw.as_ptr(), size, opt_stream(stream), &mut raw) })?;
+        Ok(Buffer { raw: non_null(raw) })
+    }
+
+    pub fn statistics(&self) -> Result<Statistics> {
+        let mut s = sys::cumem_resource_statistics_t::default();
+        // SAFETY: live resource; struct_size set by Default.
+        check(unsafe { sys::cumem_resource_get_statistics(self.raw.as_ptr(), &mut s) })?;
+        Ok(Statistics {
+            bytes_in_use: s.bytes_in_use,
+            peak_bytes_in_use: s.peak_bytes_in_use,
+            live_allocations: s.live_allocations,
+            total_allocations: s.total_allocations,
+        })
+    }
+
+    /// Sets the peak to the bytes in use now.
+    pub fn reset_peak(&self) -> Result<()> {
+        // SAFETY: live resource (concurrent calls allowed).
+        check(unsafe { sys::cumem_resource_reset_peak(self.raw.as_ptr()) })
+    }
+
+    /// The resource's kind (`sys::CUMEM_RESOURCE_*`).
+    pub fn kind(&self) -> Result<ResourceKind> {
+        let mut p = sys::cumem_resource_properties_t::default();
+        // SAFETY: live resource; struct_size set by Default.
+        check(unsafe { sys::cumem_resource_get_properties(self.raw.as_ptr(), &mut p) })?;
+        Ok(p.kind)
+    }
+
+    pub fn as_raw(&self) -> *mut sys::cumem_resource_t {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for Resource {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference; buffers keep their resource alive
+        // themselves.
+        unsafe { sys::cumem_resource_release(self.raw.as_ptr()) };
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Buffers
+// ---------------------------------------------------------------------------
+
+/// Memory allocated from a resource. Its contents are only reached through
+/// libcumem (copies, fills), never as a Rust slice, so `&Buffer` never
+/// aliases Rust memory.
+#[derive(Debug)]
+pub struct Buffer {
+    raw: NonNull<sys::cumem_buffer_t>,
+}
+// SAFETY: see the crate's thread-safety note: every call taking `&self` may
+// run concurrently; close takes `&mut self` and the last release is in Drop.
+unsafe impl Send for Buffer {}
+unsafe impl Sync for Buffer {}
+
+/// What a buffer's memory is (`cumem_memory_kind_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryKind {
+    Host,
+    Device,
+    Pinned,
+    Managed,
+    Other(i32),
+}
+
+impl From<sys::cumem_memory_kind_t> for MemoryKind {
+    fn from(v: sys::cumem_memory_kind_t) -> Self {
+        match v {
+            sys::CUMEM_MEMORY_HOST => MemoryKind::Host,
+            sys::CUMEM_MEMORY_DEVICE => MemoryKind::Device,
+            sys::CUMEM_MEMORY_PINNED => MemoryKind::Pinned,
+            sys::CUMEM_MEMORY_MANAGED => MemoryKind::Managed,
+            other => MemoryKind::Other(other),
+        }
+    }
+}
+
+/// `cumem_buffer_info_t` in Rust types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferInfo {
+    /// -1 for memory not tied to a device.
+    pub device_id: i32,
+    pub ptr: *mut c_void,
+    pub size: u64,
+    pub memory_kind: MemoryKind,
+    pub device_accessible: bool,
+    pub host_accessible: bool,
+    pub is_slice: bool,
+    pub owns_memory: bool,
+}
+
+/// A borrowed host slice wrapped as a libcumem buffer for one copy.
+struct Wrapped(NonNull<sys::cumem_buffer_t>);
+
+impl Wrapped {
+    fn new(ptr: *mut u8, len: usize) -> Result<Wrapped> {
+        let ptr = if len == 0 { ptr::null_mut() } else { ptr as *mut c_void };
+        let mut raw = ptr::null_mut();
+        // SAFETY: [ptr, ptr+len) is a live slice for the life of Wrapped;
+        // no release callback (the memory stays the slice owner's).
+        check(unsafe { sys::cumem_buffer_wrap(ptr, len, None, ptr::null_mut(), &mut raw) })?;
+        Ok(Wrapped(non_null(raw)))
+    }
+}
+
+impl Drop for Wrapped {
+    fn drop(&mut self) {
+        // SAFETY: we own the only reference; wrapped memory is released at
+        // once (no deallocation stream, no callback).
+        unsafe { sys::cumem_buffer_release(self.0.as_ptr()) };
+    }
+}
+
+impl Buffer {
+    pub fn ptr(&self) -> Result<*mut c_void> {
+        let mut p = ptr::null_mut();
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::cumem_buffer_ptr(self.raw.as_ptr(), &mut p) })?;
+        Ok(p)
+    }
+
+    pub fn size(&self) -> Result<usize> {
+        let mut n = 0;
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::cumem_buffer_size(self.raw.as_ptr(), &mut n) })?;
+        Ok(n)
+    }
+
+    pub fn info(&self) -> Result<BufferInfo> {
+        let mut i = sys::cumem_buffer_info_t::default();
+        // SAFETY: live handle; struct_size set by Default.
+        check(unsafe { sys::cumem_buffer_get_info(self.raw.as_ptr(), &mut i) })?;
+        Ok(BufferInfo {
+            device_id: i.device_id,
+            ptr: i.ptr,
+            size: i.size,
+            memory_kind: i.memory_kind.into(),
+            device_accessible: i.device_accessible != 0,
+            host_accessible: i.host_accessible != 0,
+            is_slice: i.is_slice != 0,
+            owns_memory: i.owns_memory != 0,
+        })
+    }
+
+    pub fn is_closed(&self) -> Result<bool> {
+        let mut c = 0;
+        // SAFETY: live handle (works on closed buffers too).
+        check(unsafe { sys::cumem_buffer_is_closed(self.raw.as_ptr(), &mut c) })?;
+        Ok(c != 0)
+    }
+
+    /// Fills the buffer with `value` repeated, each `width` bytes (1, 2 or
+    /// 4), ordered on `stream`.
+    pub fn fill(&self, value: u32, width: u32, stream: Option<&Stream>) -> Result<()> {
+        // SAFETY: live handle; concurrent calls are allowed (header).
+        check(unsafe { sys::cumem_buffer_fill(self.raw.as_ptr(), value, width, opt_stream(stream)) })
+    }
+
+    /// Copies all of `self` into `dst` (sizes must be equal:
+    /// `Status::SIZE_MISMATCH`), ordered on `stream`.
+    pub fn copy_to(&self, dst: &Buffer, stream: Option<&Stream>) -> Result<()> {
+        // SAFETY: live handles; concurrent calls are allowed (header).
+        check(unsafe { sys::cumem_buffer_copy_to(self.raw.as_ptr(), dst.raw.as_ptr(), opt_stream(stream)) })
+    }
+
+    /// Copies `src` into the buffer (sizes must be equal:
+    /// `Status::SIZE_MISMATCH`) on `stream`, and waits for the copy before
+    /// returning (the slice is only borrowed). With `stream` None only
+    /// memory that no device accesses (host resource) can be copied, since
+    /// there is no stream to wait for: else `Status::INVALID_ARGUMENT`.
+    pub fn copy_from_slice(&self, src: &[u8], stream: Option<&Stream>) -> Result<()> {
+        self.require_stream_for_device_memory(stream, "copy_from_slice")?;
+        let wrapped = Wrapped::new(src.as_ptr() as *mut u8, src.len())?;
+        // SAFETY: live handles; libcumem only reads the wrapped source.
+        check(unsafe { sys::cumem_buffer_copy_from(self.raw.as_ptr(), wrapped.0.as_ptr(), opt_stream(stream)) })?;
+        if let Some(s) = stream {
+            s.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// Copies the buffer into `dst` (sizes must be equal:
+    /// `Status::SIZE_MISMATCH`) on `stream`, and waits for the copy before
+    /// returning. `stream` None: as for [`Buffer::copy_from_slice`].
+    pub fn copy_to_slice(&self, dst: &mut [u8], stream: Option<&Stream>) -> Result<()> {
+        self.require_stream_for_device_memory(stream, "copy_to_slice")?;
+        let wrapped = Wrapped::new(dst.as_mut_ptr(), dst.len())?;
+        // SAFETY: live handles; `dst` is borrowed mutably until we return,
+        // after the copy has finished.
+        check(unsafe { sys::cumem_buffer_copy_to(self.raw.as_ptr(), wrapped.0.as_ptr(), opt_stream(stream)) })?;
+        if let Some(s) = stream {
+            s.synchronize()?;
+        }
+        Ok(())
+    }
+
+    fn require_stream_for_device_memory(&self, stream: Option<&Stream>, what: &str) -> Result<()> {
+        if stream.is_none() && self.info()?.device_accessible {
+            return Err(Error {
+                status: Status::INVALID_ARGUMENT,
+                message: format!(
+                    "Buffer::{what}: device-accessible memory needs a stream to wait for \
+                     (the host slice is only borrowed for the call)"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Frees the memory ordered on `stream` (None: the buffer's
+    /// deallocation stream). The handle stays valid: later calls but
+    /// `is_closed` give `Status::BUFFER_CLOSED`, and a second close too.
+    pub fn close(&mut self, stream: Option<&Stream>) -> Result<()> {
+        // SAFETY: live handle; `&mut self` keeps any other call on this
+        // buffer from racing with the close (the header's rule).
+        check(unsafe { sys::cumem_buffer_close(self.raw.as_ptr(), opt_stream(stream)) })
+    }
+
+    pub fn as_raw(&self) -> *mut sys::cumem_buffer_t {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference; the last one closes the buffer on its
+        // deallocation stream (close explicitly to see errors).
+        unsafe { sys::cumem_buffer_release(self.raw.as_ptr()) };
+    }
+}
