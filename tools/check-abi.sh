@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The ABI of build/libcumem.so.1 against the baseline abi/libcumem.abi:
+# abidw describes the library's public types and functions (those of
+# include/cumem/), abidiff compares the two descriptions, and any non-zero
+# abidiff status fails (4 is an ABI change, 8 an incompatible one: both
+# must be seen). A compatible addition updates the baseline in the same
+# commit, with a CHANGELOG line: tools/check-abi.sh --update.
+# abigail-tools is installed when missing (Debian's package).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v abidw >/dev/null || ! command -v abidiff >/dev/null; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -q >/dev/null
+  $sudo apt-get install -y -q --no-install-recommends abigail-tools >/dev/null
+fi
+
+lib=build/libcumem.so.1
+[ -e "$lib" ] || { echo "check-abi: $lib is missing: run tools/build.sh first"; exit 1; }
+current=$(mktemp)
+trap 'rm -f "$current"' EXIT
+abidw --headers-dir include/cumem --no-corpus-path --no-show-locs --drop-private-types \
+  "$lib" --out-file "$current"
+
+if [ "${1:-}" = --update ]; then
+  cp "$current" abi/libcumem.abi
+  echo "check-abi: abi/libcumem.abi updated from $lib"
+  exit 0
+fi
+
+status=0
+abidiff abi/libcumem.abi "$current" || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "check-abi: the ABI of $lib differs from abi/libcumem.abi (abidiff exit $status)."
+  echo "A compatible addition: tools/check-abi.sh --update and a CHANGELOG line; anything else is a break (docs/ABI.md)."
+  exit 1
+fi
+echo "check-abi: $lib has the ABI of abi/libcumem.abi"
