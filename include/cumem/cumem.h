@@ -1010,7 +1010,12 @@ CUMEM_API cumem_status_t cumem_buffer_slice(cumem_buffer_t* buffer, size_t offse
                                             size_t length,
                                             cumem_buffer_t** out_slice);
 
-/** Called once when a wrapped buffer is closed or released. */
+/** Called exactly once, when a wrapped buffer's memory is done with: on the
+ *  thread whose cumem_buffer_close (after waiting for the stream it was
+ *  given) or last cumem_buffer_release ends the buffer, which may be any
+ *  thread holding a reference. It must not unwind (no C++ exception or
+ *  Rust panic) through libcumem; it may call libcumem, except on that
+ *  buffer. */
 typedef void (*cumem_release_fn)(void* ptr, size_t size, void* user_data);
 
 /** Takes ownership of [ptr, ptr+size), which cumem_resource_allocate_raw of
