@@ -65,7 +65,6 @@ class Statistics {
   }
   uint64_t largest_allocation() const noexcept { return largest_.load(std::memory_order_relaxed); }
   uint64_t bytes_in_use() const noexcept { return snapshot().bytes_in_use; }
-  uint64_t live_allocations() const noexcept { return snapshot().live_allocations; }
 
   ResourceStatistics snapshot() const noexcept {
     uint64_t allocations = 0, frees = 0;
