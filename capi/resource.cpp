@@ -127,6 +127,16 @@ CUMEM_EXPORT cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstre
   CUMEM_CATCH
 }
 
+CUMEM_EXPORT cumem_status_t cumem_aligned_resource_create(cumem_resource_t* upstream,
+                                                          size_t alignment,
+                                                          cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  Ref<Resource> u = ref(upstream, "upstream");
+  out(out_resource, "out_resource");
+  *out_resource = to_handle<cumem_resource_t>(create_aligned_resource(std::move(u), alignment));
+  CUMEM_CATCH
+}
+
 CUMEM_EXPORT cumem_status_t cumem_caching_resource_create(cumem_resource_t* upstream,
                                                           cumem_resource_t** out_resource) {
   CUMEM_TRY
@@ -166,6 +176,13 @@ CUMEM_EXPORT cumem_status_t cumem_caching_resource_get_statistics(
 CUMEM_EXPORT cumem_status_t cumem_caching_resource_release_cached(cumem_resource_t* resource) {
   CUMEM_TRY
   caching_of(resource).release_cached();
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_caching_resource_trim(cumem_resource_t* resource,
+                                                        size_t keep_bytes) {
+  CUMEM_TRY
+  caching_of(resource).trim(keep_bytes);
   CUMEM_CATCH
 }
 

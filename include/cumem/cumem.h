@@ -512,6 +512,7 @@ typedef enum cumem_resource_kind_t {
   CUMEM_RESOURCE_TRACKING = 10,     /**< tracking adaptor (outstanding allocations) */
   CUMEM_RESOURCE_LOGGING = 11,      /**< logging adaptor (a CSV line per operation) */
   CUMEM_RESOURCE_CALLBACK = 12,     /**< made of user callbacks */
+  CUMEM_RESOURCE_ALIGNED = 13,      /**< aligned adaptor over another resource */
   CUMEM_RESOURCE_KIND_FORCE32 = 0x7FFFFFFF
 } cumem_resource_kind_t;
 
@@ -679,6 +680,22 @@ CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
                                                      uint64_t limit_bytes,
                                                      cumem_resource_t** out_resource);
 
+/** The aligned adaptor: memory from `upstream` (kept alive), every
+ *  non-empty allocation starting at a multiple of `alignment`, a power of
+ *  two from 1 to 1 GiB (1073741824). An upstream allocation that is
+ *  aligned already is handed out as it is; once the upstream has handed out
+ *  one that is not, every allocation asks the upstream for alignment - 1
+ *  more bytes and hands out the aligned address inside it (the upstream's
+ *  statistics count those bytes; the adaptor's count the sizes asked for).
+ *  Properties are the upstream's but kind CUMEM_RESOURCE_ALIGNED, is_pool
+ *  and ipc_enabled false. A free must give the size of the allocation
+ *  (CUMEM_ERROR_INVALID_ARGUMENT otherwise, nothing freed).
+ *  CUMEM_ERROR_INVALID_ARGUMENT: alignment 0, not a power of two, or above
+ *  1 GiB. */
+CUMEM_API cumem_status_t cumem_aligned_resource_create(cumem_resource_t* upstream,
+                                                       size_t alignment,
+                                                       cumem_resource_t** out_resource);
+
 /** The caching adaptor: freed blocks stay cached and are handed out again
  *  without asking `upstream` (kept alive), which makes an allocate/free pair
  *  a few tens of nanoseconds instead of the driver's microsecond.
@@ -747,6 +764,16 @@ CUMEM_API cumem_status_t cumem_caching_resource_get_statistics(
 /** Gives every cached block back to the upstream, after waiting for the
  *  device's queued work. CUMEM_ERROR_NOT_SUPPORTED: not a caching adaptor. */
 CUMEM_API cumem_status_t cumem_caching_resource_release_cached(cumem_resource_t* resource);
+/** Gives cached blocks back to the upstream until at most `keep_bytes`
+ *  stay cached (after waiting for the device's queued work), then trims a
+ *  pool upstream (cumem_resource_pool_trim to 0) so that the memory goes
+ *  back to the system. Large blocks go first (upstream allocations free
+ *  whole, largest first), then small blocks, largest first. Pieces of an
+ *  upstream allocation partly in use cannot be given back, so more than
+ *  `keep_bytes` may stay cached: the statistics say how much.
+ *  CUMEM_ERROR_NOT_SUPPORTED: not a caching adaptor. */
+CUMEM_API cumem_status_t cumem_caching_resource_trim(cumem_resource_t* resource,
+                                                     size_t keep_bytes);
 
 /** The tracking adaptor: records every outstanding allocation of `upstream`
  *  (kept alive) with its size and stream, and with capture_backtraces its

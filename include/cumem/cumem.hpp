@@ -478,6 +478,13 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     check(cumem_limit_resource_create(upstream.get(), limit_bytes, &r));
     return Resource(r);
   }
+  // The aligned adaptor: every allocation starts at a multiple of
+  // `alignment` (a power of two up to 1 GiB).
+  static Resource aligned(const Resource& upstream, size_t alignment) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_aligned_resource_create(upstream.get(), alignment, &r));
+    return Resource(r);
+  }
   // The caching adaptor: freed blocks are handed out again without asking
   // `upstream` (see cumem_caching_resource_create).
   static Resource caching(const Resource& upstream) {
@@ -591,6 +598,11 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     return c;
   }
   void release_cached() const { check(cumem_caching_resource_release_cached(get())); }
+  // Gives cached blocks back until at most keep_bytes stay, then trims a
+  // pool upstream (caching adaptors only).
+  void trim_cache(size_t keep_bytes = 0) const {
+    check(cumem_caching_resource_trim(get(), keep_bytes));
+  }
   // Tracking adaptors only: how many allocations are outstanding, and their
   // bytes.
   struct Outstanding {

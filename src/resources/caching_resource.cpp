@@ -329,7 +329,19 @@ class CachingResource final : public Adaptor, public Caching {
     return c;
   }
 
-  void release_cached() override {
+  void release_cached() override { give_back_cached(0); }
+
+  void trim(uint64_t keep_bytes) override {
+    give_back_cached(keep_bytes);
+    if (auto* pool = dynamic_cast<PoolResource*>(&upstream())) pool->pool_trim(0);
+  }
+
+ private:
+  // Gives cached blocks back to the upstream until at most `keep` bytes
+  // stay cached: upstream allocations free whole first (largest first),
+  // then small blocks (largest first). What stays is in the central cache,
+  // reusable on any stream (the device was waited for).
+  void give_back_cached(uint64_t keep) {
     // Every thread's blocks go to the central cache first.
     std::vector<Block> small, large;
     for (size_t i = 0; i <= kThreadShards; ++i) {
@@ -358,30 +370,14 @@ class CachingResource final : public Adaptor, public Caching {
       central_.insert_free(p);
     }
     central_.streams.clear();
-    for (const Block& b : small) give_back(b.ptr, b.size);
-    // Segments free whole go back; the pieces of the others merge.
+    uint64_t cached = central_.large_free;
+    for (const Block& b : small) cached += b.size;
+    // Pieces of a segment merge; segments free whole are candidates.
+    std::vector<std::pair<uint64_t, Piece*>> whole;  // size, head
     std::vector<Piece*> heads;
     for (const auto& [ptr, p] : central_.pieces)
       if (!p->prev) heads.push_back(p);
     for (Piece* head : heads) {
-      bool whole = true;
-      uint64_t size = 0;
-      for (Piece* p = head; p; p = p->next) {
-        whole = whole && p->free;
-        size += p->size;
-      }
-      if (whole) {
-        void* const segment = head->ptr;
-        for (Piece* p = head; p;) {
-          Piece* next = p->next;
-          central_.erase_free(p);
-          central_.pieces.erase(p->ptr);
-          delete p;
-          p = next;
-        }
-        give_back(segment, size);
-        continue;
-      }
       for (Piece* p = head; p && p->next;) {
         Piece* n = p->next;
         if (p->free && n->free) {
@@ -392,6 +388,29 @@ class CachingResource final : public Adaptor, public Caching {
         } else {
           p = n;
         }
+      }
+      if (head->free && !head->next) whole.emplace_back(head->size, head);
+    }
+    std::sort(whole.begin(), whole.end(), std::greater<>());
+    for (const auto& [size, head] : whole) {
+      if (cached <= keep) break;
+      void* const segment = head->ptr;
+      central_.erase_free(head);
+      central_.pieces.erase(segment);
+      delete head;
+      give_back(segment, size);
+      cached -= size;
+    }
+    std::sort(small.begin(), small.end(),
+              [](const Block& a, const Block& b) { return a.size > b.size; });
+    for (Block& b : small) {
+      if (cached > keep) {
+        give_back(b.ptr, b.size);
+        cached -= b.size;
+      } else {
+        b.key = kAnyStream;
+        central_.small.push(b);
+        central_.small_cached += b.size;
       }
     }
   }
@@ -635,8 +654,7 @@ class CachingResource final : public Adaptor, public Caching {
     if (!ptr) {
       retries_.fetch_add(1, std::memory_order_relaxed);
       const CachingStatistics before = caching_statistics();
-      release_cached();
-      if (auto* pool = dynamic_cast<PoolResource*>(&upstream())) pool->pool_trim(0);
+      trim(0);
       std::string refusal;
       ptr = try_upstream(rounded, stream, &refusal);
       if (!ptr)

@@ -25,6 +25,9 @@ class Caching {
   virtual CachingStatistics caching_statistics() const = 0;
   // Gives every cached block back to the upstream (waits for the device).
   virtual void release_cached() = 0;
+  // Gives cached blocks back until at most keep_bytes stay cached (waits
+  // for the device), then trims a pool upstream to what it has in use.
+  virtual void trim(uint64_t keep_bytes) = 0;
 
  protected:
   ~Caching() = default;

@@ -21,7 +21,7 @@ namespace cumem::core {
 enum class ResourceKind {
   host = 1, device = 2, pinned = 3, legacy_pinned = 4, managed = 5, limit = 6,
   legacy_device = 7, host_shared = 8, caching = 9, tracking = 10, logging = 11,
-  callback = 12,
+  callback = 12, aligned = 13,
 };
 
 // What a buffer's memory is (the C ABI's cumem_memory_kind_t).
@@ -101,6 +101,8 @@ Ref<Resource> create_host_shared_resource(uint64_t capacity);
 Ref<Resource> create_managed_resource(Ref<Device> device, Location preferred, bool use_pool);
 // Adaptors (src/resources/<name>_resource.cpp).
 Ref<Resource> create_limit_resource(Ref<Resource> upstream, uint64_t limit_bytes);
+// `alignment`: a power of two from 1 to 1 GiB.
+Ref<Resource> create_aligned_resource(Ref<Resource> upstream, uint64_t alignment);
 // `path` null or empty: $CUMEM_LOG_FILE.
 Ref<Resource> create_logging_resource(Ref<Resource> upstream, const char* path);
 

@@ -24,6 +24,24 @@ class HostPython(unittest.TestCase):
         self.assertTrue(b.is_closed)
         self.assertEqual(self.r.statistics()["live_allocations"], 0)
 
+    def test_aligned_and_caching_adaptors(self):
+        a = cumem.Resource.aligned(self.r, 1 << 16)
+        b = a.allocate(100)
+        self.assertEqual(b.ptr % (1 << 16), 0)
+        b.close()
+        with self.assertRaises(cumem.CumemError) as e:
+            cumem.Resource.aligned(self.r, 3)
+        self.assertEqual(e.exception.status_name, "CUMEM_ERROR_INVALID_ARGUMENT")
+        c = cumem.Resource.caching(self.r)
+        c.allocate(1000).close()
+        self.assertEqual(c.caching_statistics()["bytes_cached"], 1024)
+        c.trim(0)
+        self.assertEqual(c.caching_statistics()["bytes_cached"], 0)
+        self.assertEqual(self.r.statistics()["bytes_in_use"], 0)
+        with self.assertRaises(cumem.CumemError) as e:
+            self.r.trim()
+        self.assertEqual(e.exception.status_name, "CUMEM_ERROR_NOT_SUPPORTED")
+
     def test_errors_carry_status_and_message(self):
         b = self.r.allocate(8)
         b.close()

@@ -18,6 +18,7 @@ const ResourceKind gpu_kinds[] = {
     caching_kind("caching_over_pinned_pool", pinned_pool_kind("pinned")),
     caching_kind("caching_over_legacy_pinned", legacy_pinned_kind("legacy")),
     tracking_kind("tracking_over_device_pool", device_pool_kind("pool", false)),
+    aligned_kind("aligned_65536_over_device_pool", device_pool_kind("pool", false), 65536),
 };
 
 INSTANTIATE_TEST_SUITE_P(Gpu, ResourceConformance, ::testing::ValuesIn(gpu_kinds), kind_name);

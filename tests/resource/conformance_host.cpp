@@ -14,6 +14,9 @@ const ResourceKind host_kinds[] = {
     tracking_kind("tracking_over_host", host_kind("host")),
     logging_kind("logging_over_host", host_kind("host")),
     callback_kind("callback_aligned_alloc"),
+    aligned_kind("aligned_8_over_host", host_kind("host"), 8),               // as the upstream gives
+    aligned_kind("aligned_8192_over_host", host_kind("host"), 8192),         // padded
+    caching_kind("caching_over_aligned", aligned_kind("aligned", host_kind("host"), 4096)),
 };
 
 INSTANTIATE_TEST_SUITE_P(Host, ResourceConformance, ::testing::ValuesIn(host_kinds), kind_name);

@@ -5,6 +5,7 @@
 // one line too.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <functional>
@@ -180,6 +181,17 @@ inline ResourceKind limit_kind(std::string name, const ResourceKind& upstream, u
                              return cumem_limit_resource_create(up, limit_bytes, out);
                            });
   k.kind = CUMEM_RESOURCE_LIMIT;
+  return k;
+}
+
+// The aligned adaptor over `upstream`, at `alignment`.
+inline ResourceKind aligned_kind(std::string name, const ResourceKind& upstream, size_t alignment) {
+  ResourceKind k = adaptor(std::move(name), upstream,
+                           [alignment](cumem_resource_t* up, cumem_resource_t** out) {
+                             return cumem_aligned_resource_create(up, alignment, out);
+                           });
+  k.kind = CUMEM_RESOURCE_ALIGNED;
+  k.alignment = std::max(upstream.alignment, alignment);
   return k;
 }
 

@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "test_util.hpp"
@@ -189,6 +192,92 @@ TEST(CallbackResource, BadCallbacksAreRefused) {
   CUMEM_EXPECT_ERROR(cumem_callback_resource_create(nullptr, nullptr, &r),
                      CUMEM_ERROR_INVALID_ARGUMENT, "'callbacks'");
   EXPECT_EQ(r, nullptr);
+}
+
+}  // namespace
+
+namespace {
+
+// The aligned adaptor over the host resource (64-byte aligned by default).
+TEST_F(Adaptors, AlignedHandsOutAlignedAddressesAndPadsOnlyWhenNeeded) {
+  // 64 bytes: the upstream gives them already, so nothing is padded.
+  cumem_resource_t* a64 = nullptr;
+  CUMEM_ASSERT_OK(cumem_aligned_resource_create(host, 64, &a64));
+  void* p = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(a64, 1000, nullptr, &p));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 1000u) << "no padding where none is needed";
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(a64, p, 1000, nullptr));
+  cumem_resource_properties_t props = CUMEM_RESOURCE_PROPERTIES_INIT;
+  CUMEM_ASSERT_OK(cumem_resource_get_properties(a64, &props));
+  EXPECT_EQ(props.kind, CUMEM_RESOURCE_ALIGNED);
+  EXPECT_TRUE(props.host_accessible);
+  CUMEM_ASSERT_OK(cumem_resource_release(a64));
+
+  // 1 MiB: padded by alignment - 1, and every address a multiple of it.
+  constexpr size_t kAlign = size_t{1} << 20;
+  cumem_resource_t* big = nullptr;
+  CUMEM_ASSERT_OK(cumem_aligned_resource_create(host, kAlign, &big));
+  std::vector<std::pair<void*, size_t>> live;
+  for (size_t size : {size_t{1}, size_t{100}, size_t{4096}, size_t{3} << 20}) {
+    CUMEM_ASSERT_OK(cumem_resource_allocate_raw(big, size, nullptr, &p));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kAlign, 0u) << size;
+    std::memset(p, 0x5a, size);  // all of it is ours
+    live.emplace_back(p, size);
+  }
+  EXPECT_EQ(statistics_of(big).bytes_in_use, 1u + 100 + 4096 + (size_t{3} << 20));
+  EXPECT_GE(statistics_of(host).bytes_in_use, statistics_of(big).bytes_in_use);
+  // A free with the wrong size is refused and frees nothing.
+  CUMEM_EXPECT_ERROR(cumem_resource_deallocate_raw(big, live[1].first, 99, nullptr),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "100 bytes, not 99");
+  for (const auto& [ptr, size] : live)
+    CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(big, ptr, size, nullptr));
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 0u) << "the upstream got back what it gave";
+  EXPECT_EQ(statistics_of(big).bytes_in_use, 0u);
+  CUMEM_ASSERT_OK(cumem_resource_release(big));
+}
+
+TEST_F(Adaptors, AlignedRefusesBadAlignments) {
+  cumem_resource_t* r = nullptr;
+  for (size_t bad : {size_t{0}, size_t{3}, size_t{96}, (size_t{1} << 30) + 1, size_t{1} << 31})
+    CUMEM_EXPECT_ERROR(cumem_aligned_resource_create(host, bad, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                       "is not a power of two from 1 to 1 GiB");
+  EXPECT_EQ(r, nullptr);
+  CUMEM_EXPECT_ERROR(cumem_aligned_resource_create(nullptr, 64, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "upstream");
+  CUMEM_EXPECT_ERROR(cumem_aligned_resource_create(host, 64, nullptr),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "out_resource");
+  // 1 is the smallest: every address is a multiple of it.
+  CUMEM_ASSERT_OK(cumem_aligned_resource_create(host, 1, &r));
+  CUMEM_ASSERT_OK(cumem_resource_release(r));
+}
+
+// Sixteen threads through a padded aligned adaptor: every block is aligned,
+// its own, and given back whole.
+TEST_F(Adaptors, AlignedIsSafeFromManyThreads) {
+  cumem_resource_t* r = nullptr;
+  CUMEM_ASSERT_OK(cumem_aligned_resource_create(host, 4096, &r));
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        const size_t size = 64 + static_cast<size_t>((t * 131 + i * 17) % 5000);
+        void* p = nullptr;
+        if (cumem_resource_allocate_raw(r, size, nullptr, &p) != CUMEM_SUCCESS ||
+            reinterpret_cast<uintptr_t>(p) % 4096 != 0) {
+          ++failures;
+          return;
+        }
+        std::memset(p, t, size);
+        if (static_cast<unsigned char*>(p)[size - 1] != t) ++failures;
+        if (cumem_resource_deallocate_raw(r, p, size, nullptr) != CUMEM_SUCCESS) ++failures;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 0u);
+  CUMEM_ASSERT_OK(cumem_resource_release(r));
 }
 
 }  // namespace

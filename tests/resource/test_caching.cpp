@@ -162,6 +162,7 @@ TEST_F(Caching, SixteenThreadsNeverShareABlock) {
   EXPECT_GT(c.hits, 30000u) << "a thread's blocks are reused by that thread";
 }
 
+constexpr size_t KiB = size_t{1} << 10;
 constexpr size_t MiB = size_t{1} << 20;
 
 TEST_F(Caching, ALargeBlockIsSplitForSmallerLargeRequests) {
@@ -230,6 +231,56 @@ TEST_F(Caching, ReleaseGivesBackWholeBlocksAndKeepsSplitOnesInUse) {
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, kept, 2 * MiB, nullptr));
   CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
   EXPECT_EQ(statistics_of(host).bytes_in_use, 0u);
+}
+
+TEST_F(Caching, TrimKeepsAtMostWhatItIsAskedToKeep) {
+  // Cached: one whole 12 MiB block, 20 small blocks of 64 KiB (1.25 MiB),
+  // and a 20 MiB segment with a 2 MiB piece in use (18 MiB free in it).
+  void* whole = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 12 * MiB, nullptr, &whole));
+  std::vector<void*> small(20);
+  for (void*& p : small) CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 64 * KiB, nullptr, &p));
+  void* kept = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 2 * MiB, nullptr, &kept));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, whole, 12 * MiB, nullptr));
+  for (void* p : small) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, 64 * KiB, nullptr));
+  const uint64_t small_bytes = 20 * 64 * KiB;
+  EXPECT_EQ(caching_of(cache).bytes_cached, 12 * MiB + small_bytes + 18 * MiB);
+
+  // Keep 18 MiB and the small blocks: the whole 12 MiB block goes; the
+  // partly used segment cannot.
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 18 * MiB + small_bytes));
+  cumem_caching_statistics_t c = caching_of(cache);
+  EXPECT_EQ(c.bytes_cached, 18 * MiB + small_bytes);
+  EXPECT_EQ(c.bytes_reserved, 20 * MiB + small_bytes);
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 20 * MiB + small_bytes);
+
+  // What stays is handed out again.
+  const uint64_t hits = c.hits;
+  void* again = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 64 * KiB, nullptr, &again));
+  EXPECT_EQ(caching_of(cache).hits, hits + 1);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, again, 64 * KiB, nullptr));
+
+  // Keep 18 MiB + 10 blocks: the 10 others go (the segment still cannot).
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 18 * MiB + 10 * 64 * KiB));
+  EXPECT_EQ(caching_of(cache).bytes_cached, 18 * MiB + 10 * 64 * KiB);
+  // Keep nothing: every small block goes; the segment stays while in use.
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
+  EXPECT_EQ(caching_of(cache).bytes_cached, 18 * MiB);
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 20 * MiB);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, kept, 2 * MiB, nullptr));
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
+  c = caching_of(cache);
+  EXPECT_EQ(c.bytes_cached, 0u);
+  EXPECT_EQ(c.bytes_reserved, 0u);
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 0u);
+
+  // Only caching adaptors trim.
+  CUMEM_EXPECT_ERROR(cumem_caching_resource_trim(host, 0), CUMEM_ERROR_NOT_SUPPORTED,
+                     "is not a caching adaptor");
+  CUMEM_EXPECT_ERROR(cumem_caching_resource_trim(nullptr, 0), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "resource");
 }
 
 TEST_F(Caching, BlocksFreedByAnotherThreadAreCountedAndReleased) {

@@ -187,6 +187,12 @@ class Resource(_Handle):
         return cls(_out(lib.cumem_caching_resource_create, upstream.handle), (upstream,))
 
     @classmethod
+    def aligned(cls, upstream, alignment):
+        """Every allocation starts at a multiple of `alignment` (a power of two up to 1 GiB)."""
+        return cls(_out(lib.cumem_aligned_resource_create, upstream.handle, int(alignment)),
+                   (upstream,))
+
+    @classmethod
     def limit(cls, upstream, limit_bytes):
         return cls(_out(lib.cumem_limit_resource_create, upstream.handle, int(limit_bytes)),
                    (upstream,))
@@ -212,6 +218,11 @@ class Resource(_Handle):
     def release_cached(self):
         """A caching adaptor gives every cached block back to its upstream."""
         _check(lib.cumem_caching_resource_release_cached(self.handle))
+
+    def trim(self, keep_bytes=0):
+        """A caching adaptor gives cached blocks back until at most keep_bytes stay,
+        then trims a pool upstream."""
+        _check(lib.cumem_caching_resource_trim(self.handle, int(keep_bytes)))
 
     def properties(self):
         p = _lib.ResourceProperties(ctypes.sizeof(_lib.ResourceProperties))

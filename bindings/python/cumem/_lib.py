@@ -124,6 +124,8 @@ for _name, _res, _args in [
     ("cumem_caching_resource_create", _S, [V, c_void_pp]),
     ("cumem_caching_resource_get_statistics", _S, [V, ctypes.POINTER(CachingStatistics)]),
     ("cumem_caching_resource_release_cached", _S, [V]),
+    ("cumem_caching_resource_trim", _S, [V, ctypes.c_size_t]),
+    ("cumem_aligned_resource_create", _S, [V, ctypes.c_size_t, c_void_pp]),
     ("cumem_limit_resource_create", _S, [V, ctypes.c_uint64, c_void_pp]),
     ("cumem_resource_release", _S, [V]),
     ("cumem_resource_retain", _S, [V]),

@@ -124,6 +124,7 @@ pub const CUMEM_RESOURCE_CACHING: cumem_resource_kind_t = 9;
 pub const CUMEM_RESOURCE_TRACKING: cumem_resource_kind_t = 10;
 pub const CUMEM_RESOURCE_LOGGING: cumem_resource_kind_t = 11;
 pub const CUMEM_RESOURCE_CALLBACK: cumem_resource_kind_t = 12;
+pub const CUMEM_RESOURCE_ALIGNED: cumem_resource_kind_t = 13;
 
 pub type cumem_advice_t = i32;
 pub const CUMEM_ADVICE_SET_READ_MOSTLY: cumem_advice_t = 1;
@@ -762,6 +763,12 @@ extern "C" {
         stats: *mut cumem_caching_statistics_t,
     ) -> cumem_status_t;
     pub fn cumem_caching_resource_release_cached(resource: *mut cumem_resource_t) -> cumem_status_t;
+    pub fn cumem_caching_resource_trim(resource: *mut cumem_resource_t, keep_bytes: usize) -> cumem_status_t;
+    pub fn cumem_aligned_resource_create(
+        upstream: *mut cumem_resource_t,
+        alignment: usize,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
     pub fn cumem_tracking_resource_create(
         upstream: *mut cumem_resource_t,
         capture_backtraces: cumem_bool_t,

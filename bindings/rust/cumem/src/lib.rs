@@ -353,6 +353,20 @@ impl Resource {
         Self::make(|out| unsafe { sys::cumem_caching_resource_create(upstream.raw.as_ptr(), out) })
     }
 
+    /// The aligned adaptor: every allocation starts at a multiple of
+    /// `alignment` (a power of two up to 1 GiB).
+    pub fn aligned(upstream: &Resource, alignment: usize) -> Result<Resource> {
+        // SAFETY: live upstream; libcumem takes its own reference.
+        Self::make(|out| unsafe { sys::cumem_aligned_resource_create(upstream.raw.as_ptr(), alignment, out) })
+    }
+
+    /// A caching adaptor gives cached blocks back to its upstream until at
+    /// most `keep_bytes` stay cached, then trims a pool upstream.
+    pub fn trim_cache(&self, keep_bytes: usize) -> Result<()> {
+        // SAFETY: live resource.
+        check(unsafe { sys::cumem_caching_resource_trim(self.raw.as_ptr(), keep_bytes) })
+    }
+
     /// The limit adaptor: at most `limit_bytes` in use through it.
     pub fn limit(upstream: &Resource, limit_bytes: u64) -> Result<Resource> {
         // SAFETY: live upstream; libcumem takes its own reference.

@@ -142,6 +142,17 @@ fn adaptors_over_the_host_resource() {
     b.copy_to_slice(&mut out, None).unwrap();
     assert_eq!(out, [3u8; 256]);
     assert_eq!(caching.statistics().unwrap().live_allocations, 1);
+    drop(b);
+    caching.trim_cache(0).unwrap();
+    let e = host.trim_cache(0).unwrap_err();
+    assert_eq!(e.status(), Status::NOT_SUPPORTED);
+
+    let aligned = Resource::aligned(&host, 1 << 16).unwrap();
+    assert_eq!(aligned.kind().unwrap(), cumem::sys::CUMEM_RESOURCE_ALIGNED);
+    let a = aligned.allocate(100, None).unwrap();
+    assert_eq!(a.ptr().unwrap() as usize % (1 << 16), 0);
+    let e = Resource::aligned(&host, 3).unwrap_err();
+    assert_eq!(e.status(), Status::INVALID_ARGUMENT);
 }
 
 #[test]
