@@ -60,12 +60,7 @@ class Object {
   // Core references. Virtual only for Device, whose count also governs its
   // primary context.
   virtual void retain() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
-  virtual void release() const noexcept {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      slab::header_of(this)->tag.store(0, std::memory_order_release);
-      delete this;
-    }
-  }
+  virtual void release() const noexcept { drop_refs(1); }
 
   // A core reference to an object that may be dying (found through a
   // registry that does not own it); false once its last reference is gone.
@@ -84,7 +79,10 @@ class Object {
     for (;;) {
       if (n == 0) {
         // The caller's reference becomes the one all user handles share.
-        if (user_refs_.compare_exchange_weak(n, 1, std::memory_order_acq_rel)) return;
+        if (user_refs_.compare_exchange_weak(n, 1, std::memory_order_acq_rel)) {
+          user_handles_live(true);
+          return;
+        }
       } else if (user_refs_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel)) {
         release();  // the shared user reference already exists
         return;
@@ -103,7 +101,10 @@ class Object {
     uint32_t n = user_refs_.load(std::memory_order_relaxed);
     while (n != 0) {
       if (user_refs_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) {
-        if (n == 1) release();  // the last user handle: drop the shared reference
+        if (n == 1) {  // the last user handle: drop the shared reference
+          user_handles_live(false);
+          release();
+        }
         return true;
       }
     }
@@ -112,6 +113,19 @@ class Object {
 
  protected:
   virtual ~Object() = default;
+  // Called when the user's handles go from none to one, and from one to
+  // none (before the reference they share is dropped). Resource counts its
+  // references per thread while the user holds handles (resource_refs.cpp).
+  virtual void user_handles_live(bool live) const noexcept { (void)live; }
+  // Core references by the batch, for counts kept apart (Resource).
+  void add_refs(uint32_t n) const noexcept { refs_.fetch_add(n, std::memory_order_relaxed); }
+  // Destroys the object when these were the last references.
+  void drop_refs(uint32_t n) const noexcept {
+    if (refs_.fetch_sub(n, std::memory_order_acq_rel) == n) {
+      slab::header_of(this)->tag.store(0, std::memory_order_release);
+      delete this;
+    }
+  }
 
  private:
   mutable std::atomic<uint32_t> refs_{1};

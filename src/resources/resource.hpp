@@ -41,6 +41,13 @@ struct ResourceProperties {
 
 class Resource : public Object {
  public:
+  // While the user holds a handle, core references (a buffer's on its
+  // resource, ...) are counted in the calling thread's shard, so that
+  // threads allocating buffers from one resource share no cache line
+  // (resource_refs.cpp).
+  void retain() const noexcept override;
+  void release() const noexcept override;
+
   // Raw memory of `size` bytes ordered on `stream` (null: the legacy default
   // stream of the resource's device). size 0 gives nullptr and is not
   // counted. Out of memory throws Error(out_of_memory) with the size, the
@@ -63,12 +70,12 @@ class Resource : public Object {
   virtual std::string describe() const = 0;
 
  protected:
-  Resource(Ref<Device> device, const ResourceProperties& properties)
-      : Object(Tag::resource), device_(std::move(device)), properties_(properties) {}
+  Resource(Ref<Device> device, const ResourceProperties& properties);
   virtual void* do_allocate(size_t size, const Stream* stream) = 0;
   virtual void do_deallocate(void* ptr, size_t size, const Stream* stream) = 0;
   // Extra words for an out-of-memory message ("; the pool reserves ...").
   virtual std::string usage_details() const { return ""; }
+  void user_handles_live(bool live) const noexcept override;
   // The device whose context a call on `stream` should use.
   const Device& context_device(const Stream* stream) const {
     return stream ? stream->device() : *device_;
@@ -77,8 +84,14 @@ class Resource : public Object {
   Ref<Device> device_;
 
  private:
+  // References taken from the shared count in batches and held by a
+  // thread shard, or a closed mark (resource_refs.cpp).
+  struct alignas(64) Credit {
+    std::atomic<int64_t> refs;
+  };
   ResourceProperties properties_;
   Statistics statistics_;
+  mutable Credit credits_[kThreadShards + 1];
 };
 
 struct PoolOptions {

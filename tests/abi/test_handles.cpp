@@ -1,7 +1,11 @@
 // Handle lifetime as the header's conventions promise it: wrong-type,
 // released and surplus releases are refused with a message, never a crash,
 // and never destroy an object that libcumem still uses.
+#include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "test_util.hpp"
 
@@ -103,6 +107,77 @@ TEST_F(Handles, SliceKeepsItsParentAfterTheUserReleasesIt) {
   CUMEM_ASSERT_OK(cumem_buffer_ptr(view, &p));
   EXPECT_EQ(static_cast<unsigned char*>(p)[127], 0x5a);
   EXPECT_EQ(cumem_buffer_release(view), CUMEM_SUCCESS);
+}
+
+// A resource's references are counted per thread while the user holds a
+// handle (buffers from many threads, freed on other threads), and all of
+// them come back when the handle goes: the resource is destroyed exactly
+// when its last buffer is, even when the handle goes while other threads
+// are releasing buffers. Observed through a caching adaptor, which gives
+// its blocks back to the host resource only when it is destroyed.
+TEST_F(Handles, AResourceLivesExactlyAsLongAsItsBuffersFromManyThreads) {
+  for (int round = 0; round < 3; ++round) {
+    cumem_resource_t* host = nullptr;
+    CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
+    cumem_resource_t* cache = nullptr;
+    CUMEM_ASSERT_OK(cumem_caching_resource_create(host, &cache));
+    std::mutex mutex;
+    std::vector<cumem_buffer_t*> pool;  // buffers one thread made, another frees
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 3000; ++i) {
+          cumem_buffer_t* b = nullptr;
+          if (cumem_resource_allocate(cache, 64 + static_cast<size_t>((t * 7 + i) % 4000), nullptr,
+                                      &b) != CUMEM_SUCCESS) {
+            ++failures;
+            return;
+          }
+          cumem_buffer_t* other = nullptr;
+          {
+            std::lock_guard<std::mutex> lock(mutex);
+            pool.push_back(b);
+            if (pool.size() > 200 + static_cast<size_t>(t)) {
+              other = pool.front();
+              pool.erase(pool.begin());
+            }
+          }
+          if (other && cumem_buffer_release(other) != CUMEM_SUCCESS) ++failures;
+        }
+      });
+    for (auto& th : threads) th.join();
+    ASSERT_EQ(failures.load(), 0);
+    ASSERT_GT(pool.size(), 100u);
+    cumem_resource_statistics_t st = CUMEM_RESOURCE_STATISTICS_INIT;
+    CUMEM_ASSERT_OK(cumem_resource_get_statistics(cache, &st));
+    EXPECT_EQ(st.live_allocations, pool.size());
+    // The handle goes: before (round 0), while (round 1) or after (round 2)
+    // other threads release the buffers.
+    if (round == 0) EXPECT_EQ(cumem_resource_release(cache), CUMEM_SUCCESS);
+    const size_t half = pool.size() / 2;
+    std::thread a([&] {
+      for (size_t i = 0; i < half; ++i)
+        if (cumem_buffer_release(pool[i]) != CUMEM_SUCCESS) ++failures;
+    });
+    std::thread b([&] {
+      for (size_t i = half; i + 1 < pool.size(); ++i)
+        if (cumem_buffer_release(pool[i]) != CUMEM_SUCCESS) ++failures;
+    });
+    if (round == 1) EXPECT_EQ(cumem_resource_release(cache), CUMEM_SUCCESS);
+    a.join();
+    b.join();
+    EXPECT_EQ(failures.load(), 0);
+    if (round == 2) EXPECT_EQ(cumem_resource_release(cache), CUMEM_SUCCESS);
+    // One buffer left: it keeps the cache, and with it the cached blocks.
+    CUMEM_ASSERT_OK(cumem_resource_get_statistics(host, &st));
+    EXPECT_GT(st.bytes_in_use, 0u) << "the cache lives while a buffer of it does";
+    EXPECT_EQ(cumem_buffer_release(pool.back()), CUMEM_SUCCESS);
+    CUMEM_ASSERT_OK(cumem_resource_get_statistics(host, &st));
+    EXPECT_EQ(st.bytes_in_use, 0u) << "round " << round
+                                   << ": the cache was destroyed with its last buffer";
+    EXPECT_EQ(cumem_resource_release(host), CUMEM_SUCCESS);
+  }
 }
 
 }  // namespace
