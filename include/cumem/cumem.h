@@ -700,7 +700,7 @@ CUMEM_API cumem_status_t cumem_aligned_resource_create(cumem_resource_t* upstrea
  *  without asking `upstream` (kept alive), which makes an allocate/free pair
  *  a few tens of nanoseconds instead of the driver's microsecond.
  *  - Sizes are rounded up (to 512 B at least; 8 steps per power of two up
- *    to 1 MiB, so at most 12.5% more; multiples of 2 MiB above). The
+ *    to 16 MiB, so at most 12.5% more; multiples of 2 MiB above). The
  *    statistics count the sizes asked for; cumem_caching_statistics_t
  *    counts the rounded bytes the cache holds.
  *  - A block freed on a stream is handed out again at once on that stream.

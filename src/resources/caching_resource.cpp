@@ -1,6 +1,6 @@
 // The caching adaptor. Rules:
 // - Sizes are rounded up: to 512 B at least, to 8 steps per power of two up
-//   to 1 MiB (at most 12.5% more), and to multiples of 2 MiB above.
+//   to 16 MiB (at most 12.5% more), and to multiples of 2 MiB above.
 // - Small blocks (up to 1 MiB) are cached in the freeing thread's shard
 //   (thread_shard.hpp: one per live thread, so its lock is uncontended) by
 //   rounded size, and handed out again from there: an allocate + free pair
@@ -70,8 +70,7 @@ constexpr size_t kStreamsKept = 8;  // unused stream references a cache keeps
 
 uint64_t round_size(uint64_t size) {
   if (size <= kMinBlock) return kMinBlock;
-  const uint64_t step =
-      size > kSmallLimit ? kLargeStep : (uint64_t{1} << (63 - __builtin_clzll(size - 1))) >> 3;
+  const uint64_t step = std::min(kLargeStep, (uint64_t{1} << (63 - __builtin_clzll(size - 1))) >> 3);
   if (size > UINT64_MAX - step)
     fail(Status::out_of_memory, "the size " + std::to_string(size) + " cannot be rounded up");
   return (size + step - 1) / step * step;

@@ -56,13 +56,15 @@ TEST_F(Caching, AFreedBlockIsHandedOutAgainWithoutTheUpstream) {
 }
 
 TEST_F(Caching, SizesAreRoundedAsDocumented) {
-  // Large requests under 10 MiB take a 20 MiB segment (the rest cached).
+  // 8 steps per power of two up to 16 MiB, 2 MiB steps above; large
+  // requests under 10 MiB take a 20 MiB segment (the rest cached).
   const struct {
     size_t size;
     uint64_t reserved;
   } cases[] = {{1, 512}, {513, 576}, {1000, 1024}, {4097, 4608},
                {(1 << 20) - 1, 1 << 20}, {(1 << 20) + 1, 20 << 20}, {(5 << 20) + 1, 20 << 20},
-               {(10 << 20) - 1, 10 << 20}, {(13 << 20) + 1, 14 << 20}};
+               {(10 << 20) - 1, 10 << 20}, {(9 << 20) + 1, 10 << 20}, {(13 << 20) + 1, 14 << 20},
+               {(17 << 20) + 1, 18 << 20}, {(33 << 20) + 1, 34 << 20}};
   for (const auto& c : cases) {
     CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));  // reserve only this block
     void* p = nullptr;
@@ -169,7 +171,8 @@ TEST_F(Caching, ALargeBlockIsSplitForSmallerLargeRequests) {
   void* whole = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 16 * MiB, nullptr, &whole));
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, whole, 16 * MiB, nullptr));
-  // 3 MiB rounds to 4 MiB: both requests are pieces of the one 16 MiB block.
+  // 3 MiB is a whole number of its steps (256 KiB): both requests are
+  // pieces of the one 16 MiB block.
   void* a = nullptr;
   void* b = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 2 * MiB, nullptr, &a));
@@ -183,7 +186,7 @@ TEST_F(Caching, ALargeBlockIsSplitForSmallerLargeRequests) {
   EXPECT_EQ(c.misses, 1u);
   EXPECT_EQ(c.hits, 2u);
   EXPECT_EQ(c.bytes_reserved, 16 * MiB) << "nothing more was asked of the upstream";
-  EXPECT_EQ(c.bytes_cached, 10 * MiB) << "the rest of the block stays free";
+  EXPECT_EQ(c.bytes_cached, 11 * MiB) << "the rest of the block stays free";
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, a, 2 * MiB, nullptr));
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, b, 3 * MiB, nullptr));
   EXPECT_EQ(caching_of(cache).bytes_cached, 16 * MiB);
@@ -352,7 +355,7 @@ TEST_F(Caching, AMidSizedRequestFallsBackToItsOwnSizeWhenTheSegmentDoesNotFit) {
   CUMEM_ASSERT_OK(cumem_caching_resource_create(limit, &c));
   void* p = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate_raw(c, 3 * MiB, nullptr, &p));
-  EXPECT_EQ(caching_of(c).bytes_reserved, 4 * MiB) << "20 MiB is over the limit: 4 MiB asked";
+  EXPECT_EQ(caching_of(c).bytes_reserved, 3 * MiB) << "20 MiB is over the limit: 3 MiB asked";
   EXPECT_EQ(caching_of(c).oom_retries, 0u) << "not a retry: the segment was optional";
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(c, p, 3 * MiB, nullptr));
   cumem_resource_release(c);
