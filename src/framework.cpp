@@ -74,20 +74,6 @@ bool same_stream(CUstream a, CUstream b) {
   return norm(a) == norm(b);
 }
 
-// Work queued on `later` from now waits for the work queued so far on
-// `earlier`; if that cannot be (the allocating stream is gone), waits for
-// the whole device.
-void order(const Device& device, CUstream earlier, CUstream later) {
-  ScopedContext scope(device);
-  CUevent event = nullptr;
-  CUresult r = CUMEM_CU_RESULT(cuEventCreate, (&event, CU_EVENT_DISABLE_TIMING));
-  if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuEventRecord, (event, earlier ? earlier : CU_STREAM_LEGACY));
-  if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuStreamWaitEvent, (later ? later : CU_STREAM_LEGACY, event, 0));
-  if (event) CUMEM_CU_QUIET(cuEventDestroy, (event));
-  if (r != CUDA_SUCCESS)
-    CUMEM_CU(cuCtxSynchronize, (), "ordering a free after the allocating stream's work");
-}
-
 std::string pointer_text(void* ptr) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%p", ptr);
@@ -176,7 +162,12 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
     const Ref<Stream> s = native_stream(record.resource->device(), free_stream);
     if (!same_stream(free_stream, record.stream)) {
       const Device* device = s ? &s->device() : record.resource->device();
-      if (device) order(*device, record.stream, free_stream);
+      // Should the event fail (the allocating stream is gone), the whole
+      // device is waited for.
+      if (device)
+        order_or_synchronize(*device, record.stream ? record.stream : CU_STREAM_LEGACY,
+                             free_stream ? free_stream : CU_STREAM_LEGACY,
+                             "ordering a free after the allocating stream's work");
     }
     record.resource->deallocate_raw(ptr, record.size, s.get());
   } catch (...) {

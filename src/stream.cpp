@@ -97,19 +97,36 @@ void Stream::wait(CUevent event) const {
 
 void Stream::wait(const Stream& other) const {
   if (&other == this) return;
-  // A marker event recorded on `other`; the driver keeps it alive until the
-  // wait is resolved, so it may be destroyed at once.
   ScopedContext scope(*other.device_);
+  const char* failed = nullptr;
+  const CUresult r = enqueue_wait(other.handle_, handle_, &failed);
+  if (r != CUDA_SUCCESS)
+    driver::check(r, failed, "making " + describe() + " wait for " + other.describe());
+}
+
+CUresult enqueue_wait(CUstream earlier, CUstream later, const char** failed_call) {
   CUevent marker = nullptr;
-  CUMEM_CU(cuEventCreate, (&marker, CU_EVENT_DISABLE_TIMING),
-           "creating an event to order " + describe() + " after " + other.describe());
-  const CUresult recorded = CUMEM_CU_RESULT(cuEventRecord, (marker, other.handle_));
-  const CUresult waited = recorded == CUDA_SUCCESS
-                              ? CUMEM_CU_RESULT(cuStreamWaitEvent, (handle_, marker, 0))
-                              : recorded;
-  CUMEM_CU_QUIET(cuEventDestroy, (marker));
-  driver::check(waited, recorded == CUDA_SUCCESS ? "cuStreamWaitEvent" : "cuEventRecord",
-                "making " + describe() + " wait for " + other.describe());
+  CUresult r = CUMEM_CU_RESULT(cuEventCreate, (&marker, CU_EVENT_DISABLE_TIMING));
+  *failed_call = "cuEventCreate";
+  if (r == CUDA_SUCCESS) {
+    r = CUMEM_CU_RESULT(cuEventRecord, (marker, earlier));
+    *failed_call = "cuEventRecord";
+  }
+  if (r == CUDA_SUCCESS) {
+    r = CUMEM_CU_RESULT(cuStreamWaitEvent, (later, marker, 0));
+    *failed_call = "cuStreamWaitEvent";
+  }
+  if (marker) CUMEM_CU_QUIET(cuEventDestroy, (marker));
+  if (r == CUDA_SUCCESS) *failed_call = nullptr;
+  return r;
+}
+
+void order_or_synchronize(const Device& device, CUstream earlier, CUstream later,
+                          const char* what) {
+  ScopedContext scope(device);
+  const char* failed = nullptr;
+  if (enqueue_wait(earlier, later, &failed) != CUDA_SUCCESS)
+    CUMEM_CU(cuCtxSynchronize, (), what);
 }
 
 }  // namespace cumem::core

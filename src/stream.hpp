@@ -47,4 +47,18 @@ inline CUstream native_or_legacy(const Stream* stream) {
   return stream ? stream->native() : CU_STREAM_LEGACY;
 }
 
+// The one way libcumem orders two streams: work queued on `later` from now
+// on waits for the work queued so far on `earlier` (native handles, in the
+// current context), through an event recorded on `earlier` and destroyed at
+// once (the driver keeps what the wait needs). Returns CUDA_SUCCESS, or the
+// first failure with the call that failed in `failed_call`.
+CUresult enqueue_wait(CUstream earlier, CUstream later, const char** failed_call);
+
+// For orderings that must hold even when the event calls fail (a freed
+// block handed out on another stream): enqueue_wait, else a wait for the
+// whole device (cuCtxSynchronize) in the context of `device`. `what`
+// names the ordering for the error, should the device wait fail as well.
+void order_or_synchronize(const Device& device, CUstream earlier, CUstream later,
+                          const char* what);
+
 }  // namespace cumem::core

@@ -708,18 +708,15 @@ class CachingResource final : public Adaptor, public Caching {
   // per-thread default stream cannot be named from another thread: the
   // device is waited for instead.
   void order_after_free(uintptr_t key, const Stream* freed_on, const Stream* stream) {
-    ScopedContext scope(stream ? stream->device() : *device_);
+    const Device& context = stream ? stream->device() : *device_;
     if (is_per_thread_key(key)) {
+      ScopedContext scope(context);
       CUMEM_CU(cuCtxSynchronize, (), "ordering the reuse of a block freed on a per-thread default stream");
       return;
     }
-    CUevent event = nullptr;
-    CUresult r = CUMEM_CU_RESULT(cuEventCreate, (&event, CU_EVENT_DISABLE_TIMING));
-    if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuEventRecord, (event, native_or_legacy(freed_on)));
-    if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuStreamWaitEvent, (native_or_legacy(stream), event, 0));
-    if (event) CUMEM_CU_QUIET(cuEventDestroy, (event));
-    // Should the event fail, wait for the whole device instead.
-    if (r != CUDA_SUCCESS) CUMEM_CU(cuCtxSynchronize, (), "ordering a cached block's reuse");
+    // Should the event fail, the whole device is waited for.
+    order_or_synchronize(context, native_or_legacy(freed_on), native_or_legacy(stream),
+                         "ordering a cached block's reuse");
   }
 
   const bool stream_ordered_;

@@ -154,7 +154,9 @@ TEST_F(Handles, AResourceLivesExactlyAsLongAsItsBuffersFromManyThreads) {
     EXPECT_EQ(st.live_allocations, pool.size());
     // The handle goes: before (round 0), while (round 1) or after (round 2)
     // other threads release the buffers.
-    if (round == 0) EXPECT_EQ(cumem_resource_release(cache), CUMEM_SUCCESS);
+    if (round == 0) {
+      EXPECT_EQ(cumem_resource_release(cache), CUMEM_SUCCESS);
+    }
     const size_t half = pool.size() / 2;
     std::thread a([&] {
       for (size_t i = 0; i < half; ++i)
@@ -164,11 +166,15 @@ TEST_F(Handles, AResourceLivesExactlyAsLongAsItsBuffersFromManyThreads) {
       for (size_t i = half; i + 1 < pool.size(); ++i)
         if (cumem_buffer_release(pool[i]) != CUMEM_SUCCESS) ++failures;
     });
-    if (round == 1) EXPECT_EQ(cumem_resource_release(cache), CUMEM_SUCCESS);
+    if (round == 1) {
+      EXPECT_EQ(cumem_resource_release(cache), CUMEM_SUCCESS);
+    }
     a.join();
     b.join();
     EXPECT_EQ(failures.load(), 0);
-    if (round == 2) EXPECT_EQ(cumem_resource_release(cache), CUMEM_SUCCESS);
+    if (round == 2) {
+      EXPECT_EQ(cumem_resource_release(cache), CUMEM_SUCCESS);
+    }
     // One buffer left: it keeps the cache, and with it the cached blocks.
     CUMEM_ASSERT_OK(cumem_resource_get_statistics(host, &st));
     EXPECT_GT(st.bytes_in_use, 0u) << "the cache lives while a buffer of it does";
