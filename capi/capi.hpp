@@ -161,7 +161,8 @@ inline std::string version_text() {
 // Checks the caller's struct at `user`, whose struct_size is `size`, and
 // returns how many leading bytes the library reads or writes: the end of
 // the last field lying wholly within both `size` and this library's struct.
-//  - `size` below 4 or above 4096: INVALID_ARGUMENT, nothing else read;
+//  - `size` 0 (a zero-filled struct), below 4 or above 4096: INVALID_ARGUMENT,
+//    nothing else read;
 //  - `size` ending inside a field: INVALID_ARGUMENT naming the field (an end
 //    in the padding after a field, up to the next field, is an older
 //    caller's smaller struct, which is fine);
@@ -177,6 +178,14 @@ inline size_t check_struct_size(const void* user, uint32_t size, const StructLay
   const char* fix = direction == Direction::in
                         ? "fill it with its _INIT macro or _init() function"
                         : "set it to sizeof the struct (or use its _INIT macro)";
+  // What FFI constructors (Rust's Default, ctypes, Julia) make before the
+  // caller sets struct_size: say so rather than only "too small".
+  if (size == 0)
+    fail(Status::invalid_argument,
+         argument + ": the struct looks zero-filled (struct_size was never set); set struct_size "
+                    "to sizeof(" + layout.type_name + ") (" + std::to_string(layout.size) +
+             " bytes in this libcumem) or fill it with " + layout.initializer +
+             " (every other field may stay 0: zero means the default)");
   if (size < min_struct_size)
     fail(Status::invalid_argument, argument + ", below the 4 bytes of struct_size itself; " + fix);
   if (size > max_struct_size)
@@ -240,6 +249,14 @@ void write_out_struct(Out* out_struct, const Out& value) noexcept {
 }
 
 inline cumem_bool_t to_bool(bool b) { return b ? CUMEM_TRUE : CUMEM_FALSE; }
+
+// A reserved field of a struct the library reads must be 0, so that a later
+// version can give it a meaning.
+inline void check_reserved(uint32_t value, const char* name) {
+  if (value != 0)
+    fail(Status::invalid_argument, std::string(name) + " is " + std::to_string(value) +
+                                       "; reserved fields must be 0");
+}
 
 // Records the failure for cumem_last_error_message and returns its status.
 cumem_status_t record_failure(const char* function, Status status, const char* message) noexcept;

@@ -79,7 +79,7 @@ TEST_F(FakeDriver, DeviceResourceNamesTheMissingFunctionAndDriverVersion) {
   EXPECT_EQ(resource, nullptr) << "out-parameter must stay untouched on failure";
 
   cumem_pool_options_t options = CUMEM_POOL_OPTIONS_INIT;
-  options.use_default_pool = CUMEM_FALSE;  // a new pool: cuMemPoolCreate
+  options.new_pool = CUMEM_TRUE;  // a new pool: cuMemPoolCreate
   CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &options, &resource),
                      CUMEM_ERROR_NOT_SUPPORTED, "cuMemPoolCreate");
   EXPECT_TRUE(message_has("CUDA 13.0")) << cumem_last_error_message();
