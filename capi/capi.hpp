@@ -164,8 +164,8 @@ inline std::string version_text() {
 //  - `size` 0 (a zero-filled struct), below 4 or above 4096: INVALID_ARGUMENT,
 //    nothing else read;
 //  - `size` ending inside a field: INVALID_ARGUMENT naming the field (an end
-//    in the padding after a field, up to the next field, is an older
-//    caller's smaller struct, which is fine);
+//    at a field's end is an older caller's smaller struct, which is fine;
+//    no public struct has padding, struct_fields.hpp checks it);
 //  - options only: a struct larger than ours (a newer caller's) is accepted
 //    only if every byte past our sizeof is zero, i.e. it sets no option we
 //    do not know; else NOT_SUPPORTED. Out structs may be larger: we write
@@ -197,7 +197,7 @@ inline size_t check_struct_size(const void* user, uint32_t size, const StructLay
     fail(Status::invalid_argument,
          argument + ", which ends inside its field '" + c.cut->name + "' (bytes " +
              std::to_string(c.cut->offset) + ".." + std::to_string(c.cut->end() - 1) +
-             "); struct_size must end at a field's end (or in the padding after it): " + fix);
+             "); struct_size must end at a field's end: " + fix);
   if (direction == Direction::in && size > layout.size) {
     const auto* bytes = static_cast<const unsigned char*>(user);
     for (size_t i = layout.size; i < size; ++i) {

@@ -217,7 +217,7 @@ TEST_F(ResourceTest, PoolAttributesResetTrimAndSet) {
   CUMEM_ASSERT_OK(cumem_device_synchronize(device));
   a = attributes(r);
   EXPECT_EQ(a.used_mem_current, 0u);
-  EXPECT_GE(a.reserved_mem_current, 32u << 20) << "release threshold UINT64_MAX keeps memory";
+  EXPECT_GE(a.reserved_mem_current, 32u << 20) << "the default release threshold (0: keep everything) keeps memory";
   CUMEM_ASSERT_OK(cumem_resource_pool_reset_highs(r));
   a = attributes(r);
   EXPECT_EQ(a.used_mem_high, 0u);

@@ -73,12 +73,12 @@ class BufferInfo(ctypes.Structure):
                 ("ptr", ctypes.c_void_p), ("size", ctypes.c_uint64),
                 ("memory_kind", ctypes.c_int32), ("device_accessible", ctypes.c_uint32),
                 ("host_accessible", ctypes.c_uint32), ("is_slice", ctypes.c_uint32),
-                ("owns_memory", ctypes.c_uint32)]
+                ("owns_memory", ctypes.c_uint32), ("reserved0", ctypes.c_uint32)]
 
 
 class HostResourceOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("reserved0", ctypes.c_uint32),
-                ("alignment", ctypes.c_size_t)]
+                ("alignment", ctypes.c_uint64)]
 
 
 class DlpackOptions(ctypes.Structure):

@@ -316,9 +316,11 @@ impl Resource {
         Self::make(|out| unsafe { sys::cumem_host_resource_create(ptr::null(), out) })
     }
 
-    /// Pageable host memory with `alignment` (a power of two, 8 to 2 MiB).
+    /// Pageable host memory with `alignment` (a power of two, 8 to 2 MiB;
+    /// 0 is the default, 64).
     pub fn host_aligned(alignment: usize) -> Result<Resource> {
-        let options = sys::cumem_host_resource_options_t { alignment, ..Default::default() };
+        let options =
+            sys::cumem_host_resource_options_t { alignment: alignment as u64, ..Default::default() };
         // SAFETY: options initialised as CUMEM_HOST_RESOURCE_OPTIONS_INIT.
         Self::make(|out| unsafe { sys::cumem_host_resource_create(&options, out) })
     }
