@@ -93,11 +93,18 @@
  *    not options but the pool's values, set exactly as given (read them
  *    with cumem_resource_pool_get_attributes first and change what you
  *    mean to change).
- *  - Sizes: byte counts, sizes and offsets are size_t in function
- *    parameters (the platform's natural type, as malloc takes it) and
- *    uint64_t in structs (one layout on every platform, no size_t for FFI
- *    generators to map). Both are 64 bits wide on every platform libcumem
- *    supports (LP64).
+ *  - Sizes: in function parameters, the size of one allocation or region
+ *    of memory (allocate, free, copy, slice, wrap, an offset into a
+ *    buffer, a code image) is size_t, the platform's type, as malloc takes
+ *    it; totals, limits, thresholds and capacities of resources and devices
+ *    (limit_bytes, min_bytes_to_keep, capacity, memory info, statistics)
+ *    are uint64_t, as they are in the driver. In structs every size, offset
+ *    and byte count of memory is uint64_t (one layout on every platform,
+ *    no size_t for FFI generators to map); the per-kernel and per-block
+ *    limits CUDA reports as int (shared, constant and local memory of a
+ *    kernel or block) stay the 32-bit integers the driver gives. size_t
+ *    and uint64_t are both 64 bits on every platform libcumem supports
+ *    (LP64).
  *  - cumem_location_t is the one struct passed by value: a frozen plain
  *    value type of two 4-byte fields, with no struct_size; it never changes
  *    (a future kind of location that needs more gets a new type).
