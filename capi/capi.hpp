@@ -161,10 +161,11 @@ inline std::string version_text() {
 // Checks the caller's struct at `user`, whose struct_size is `size`, and
 // returns how many leading bytes the library reads or writes: the end of
 // the last field lying wholly within both `size` and this library's struct.
-//  - `size` below 4 or above 4096: INVALID_ARGUMENT, nothing else read;
+//  - `size` 0 (a zero-filled struct), below 4 or above 4096: INVALID_ARGUMENT,
+//    nothing else read;
 //  - `size` ending inside a field: INVALID_ARGUMENT naming the field (an end
-//    in the padding after a field, up to the next field, is an older
-//    caller's smaller struct, which is fine);
+//    at a field's end is an older caller's smaller struct, which is fine;
+//    no public struct has padding, struct_fields.hpp checks it);
 //  - options only: a struct larger than ours (a newer caller's) is accepted
 //    only if every byte past our sizeof is zero, i.e. it sets no option we
 //    do not know; else NOT_SUPPORTED. Out structs may be larger: we write
@@ -177,6 +178,14 @@ inline size_t check_struct_size(const void* user, uint32_t size, const StructLay
   const char* fix = direction == Direction::in
                         ? "fill it with its _INIT macro or _init() function"
                         : "set it to sizeof the struct (or use its _INIT macro)";
+  // What FFI constructors (Rust's Default, ctypes, Julia) make before the
+  // caller sets struct_size: say so rather than only "too small".
+  if (size == 0)
+    fail(Status::invalid_argument,
+         argument + ": the struct looks zero-filled (struct_size was never set); set struct_size "
+                    "to sizeof(" + layout.type_name + ") (" + std::to_string(layout.size) +
+             " bytes in this libcumem) or fill it with " + layout.initializer +
+             " (every other field may stay 0: zero means the default)");
   if (size < min_struct_size)
     fail(Status::invalid_argument, argument + ", below the 4 bytes of struct_size itself; " + fix);
   if (size > max_struct_size)
@@ -188,7 +197,7 @@ inline size_t check_struct_size(const void* user, uint32_t size, const StructLay
     fail(Status::invalid_argument,
          argument + ", which ends inside its field '" + c.cut->name + "' (bytes " +
              std::to_string(c.cut->offset) + ".." + std::to_string(c.cut->end() - 1) +
-             "); struct_size must end at a field's end (or in the padding after it): " + fix);
+             "); struct_size must end at a field's end: " + fix);
   if (direction == Direction::in && size > layout.size) {
     const auto* bytes = static_cast<const unsigned char*>(user);
     for (size_t i = layout.size; i < size; ++i) {
@@ -240,6 +249,14 @@ void write_out_struct(Out* out_struct, const Out& value) noexcept {
 }
 
 inline cumem_bool_t to_bool(bool b) { return b ? CUMEM_TRUE : CUMEM_FALSE; }
+
+// A reserved field of a struct the library reads must be 0, so that a later
+// version can give it a meaning.
+inline void check_reserved(uint32_t value, const char* name) {
+  if (value != 0)
+    fail(Status::invalid_argument, std::string(name) + " is " + std::to_string(value) +
+                                       "; reserved fields must be 0");
+}
 
 // Records the failure for cumem_last_error_message and returns its status.
 cumem_status_t record_failure(const char* function, Status status, const char* message) noexcept;

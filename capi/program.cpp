@@ -228,8 +228,9 @@ CUMEM_EXPORT cumem_status_t cumem_launch(const cumem_kernel_t* kernel,
   const auto c = read_options(config, default_launch_config, "config");
   LaunchConfig lc;
   for (int i = 0; i < 3; ++i) {
-    lc.grid[i] = c.grid[i];
-    lc.block[i] = c.block[i];
+    // 0, the default (a zero-filled config), counts as 1.
+    lc.grid[i] = c.grid[i] == 0 ? 1 : c.grid[i];
+    lc.block[i] = c.block[i] == 0 ? 1 : c.block[i];
     lc.cluster[i] = c.cluster[i];
   }
   lc.shared_memory_bytes = c.shared_memory_bytes;

@@ -1,5 +1,6 @@
 // cumem_*_resource_create and cumem_resource_* entry points.
 #include "capi.hpp"
+#include "memory_kind.hpp"
 
 #include "../src/buffer.hpp"
 #include "../src/resources/caching_resource.hpp"
@@ -18,14 +19,41 @@ const cumem_managed_resource_options_t default_managed_options =
     CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
 const cumem_resource_callbacks_t default_callbacks = CUMEM_RESOURCE_CALLBACKS_INIT;
 
-PoolOptions pool_options(const cumem_pool_options_t* options) {
+// The C options, where 0 is every default, as the core's pool options.
+// `numa_node_allowed`: the pinned kind takes a host NUMA node, the device
+// kind does not.
+PoolOptions pool_options(const cumem_pool_options_t* options, bool numa_node_allowed) {
   const auto o = read_options(options, default_pool_options, "options");
   PoolOptions p;
-  p.use_default_pool = o.use_default_pool != 0;
-  p.release_threshold = o.release_threshold;
+  p.use_default_pool = o.new_pool == 0;
+  if (o.release_all_unused != 0 && o.release_threshold != 0)
+    fail(Status::invalid_argument,
+         "options->release_all_unused is set and options->release_threshold is " +
+             std::to_string(o.release_threshold) +
+             ": choose one (release_all_unused keeps nothing reserved)");
+  if (o.release_all_unused != 0)
+    p.release_threshold = 0;  // the driver returns every unused byte at each synchronisation
+  else
+    p.release_threshold = o.release_threshold == 0 ? UINT64_MAX : o.release_threshold;
   p.max_size = o.max_size;
   p.ipc_enabled = o.ipc_enabled != 0;
-  p.host_numa_id = o.host_numa_id;
+  if (o.use_host_numa_id != 0) {
+    if (!numa_node_allowed)
+      fail(Status::invalid_argument,
+           "options->use_host_numa_id is set, but device memory has no host NUMA node (it "
+           "applies to cumem_pinned_resource_create)");
+    if (o.host_numa_id < 0)
+      fail(Status::invalid_argument, "options->host_numa_id " + std::to_string(o.host_numa_id) +
+                                         " is negative; a host NUMA node is >= 0");
+    p.host_numa_id = o.host_numa_id;
+  } else {
+    if (o.host_numa_id != 0)
+      fail(Status::invalid_argument,
+           "options->host_numa_id is " + std::to_string(o.host_numa_id) +
+               " but options->use_host_numa_id is false; set use_host_numa_id to pick that "
+               "node, or leave host_numa_id 0 for any node");
+    p.host_numa_id = -1;  // any node
+  }
   return p;
 }
 // The pool behind a resource, or not_supported naming what needed one.
@@ -54,7 +82,14 @@ CUMEM_EXPORT cumem_status_t cumem_host_resource_create(const cumem_host_resource
   CUMEM_TRY
   out(out_resource, "out_resource");
   const auto o = read_options(options, default_host_options, "options");
-  *out_resource = to_handle<cumem_resource_t>(create_host_resource(o.alignment));
+  check_reserved(o.reserved0, "options->reserved0");
+  constexpr uint64_t default_alignment = 64;
+  const uint64_t alignment = o.alignment == 0 ? default_alignment : o.alignment;
+  if (alignment > SIZE_MAX)
+    fail(Status::invalid_argument,
+         "options->alignment " + std::to_string(alignment) + " does not fit in size_t");
+  *out_resource =
+      to_handle<cumem_resource_t>(create_host_resource(static_cast<size_t>(alignment)));
   CUMEM_CATCH
 }
 
@@ -64,7 +99,7 @@ CUMEM_EXPORT cumem_status_t cumem_device_resource_create(const cumem_device_t* d
   CUMEM_TRY
   Ref<Device> d = ref(device, "device");
   out(out_resource, "out_resource");
-  *out_resource = to_handle<cumem_resource_t>(create_device_resource(std::move(d), pool_options(options)));
+  *out_resource = to_handle<cumem_resource_t>(create_device_resource(std::move(d), pool_options(options, false)));
   CUMEM_CATCH
 }
 
@@ -74,7 +109,7 @@ CUMEM_EXPORT cumem_status_t cumem_pinned_resource_create(const cumem_device_t* d
   CUMEM_TRY
   Ref<Device> d = ref(device, "device");
   out(out_resource, "out_resource");
-  *out_resource = to_handle<cumem_resource_t>(create_pinned_resource(std::move(d), pool_options(options)));
+  *out_resource = to_handle<cumem_resource_t>(create_pinned_resource(std::move(d), pool_options(options, true)));
   CUMEM_CATCH
 }
 
@@ -113,7 +148,7 @@ CUMEM_EXPORT cumem_status_t cumem_managed_resource_create(
   const auto o = read_options(options, default_managed_options, "options");
   Location preferred{static_cast<LocationType>(o.preferred_location.type), o.preferred_location.id};
   *out_resource =
-      to_handle<cumem_resource_t>(create_managed_resource(std::move(d), preferred, o.use_pool != 0));
+      to_handle<cumem_resource_t>(create_managed_resource(std::move(d), preferred, o.disable_pool == 0));
   CUMEM_CATCH
 }
 
@@ -128,7 +163,7 @@ CUMEM_EXPORT cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstre
 }
 
 CUMEM_EXPORT cumem_status_t cumem_aligned_resource_create(cumem_resource_t* upstream,
-                                                          size_t alignment,
+                                                          uint64_t alignment,
                                                           cumem_resource_t** out_resource) {
   CUMEM_TRY
   Ref<Resource> u = ref(upstream, "upstream");
@@ -180,7 +215,7 @@ CUMEM_EXPORT cumem_status_t cumem_caching_resource_release_cached(cumem_resource
 }
 
 CUMEM_EXPORT cumem_status_t cumem_caching_resource_trim(cumem_resource_t* resource,
-                                                        size_t keep_bytes) {
+                                                        uint64_t keep_bytes) {
   CUMEM_TRY
   caching_of(resource).trim(keep_bytes);
   CUMEM_CATCH
@@ -255,19 +290,18 @@ CUMEM_EXPORT cumem_status_t cumem_callback_resource_create(const cumem_device_t*
   if (!callbacks) null_argument("callbacks");
   out(out_resource, "out_resource");
   const auto c = read_options(callbacks, default_callbacks, "callbacks");
-  if (c.memory_kind < CUMEM_MEMORY_HOST || c.memory_kind > CUMEM_MEMORY_MANAGED)
-    fail(Status::invalid_argument, "callbacks->memory_kind " +
-                                       std::to_string(static_cast<int>(c.memory_kind)) +
-                                       " is not a cumem_memory_kind_t");
+  check_reserved(c.reserved0, "callbacks->reserved0");
+  const MemoryKind kind = to_core(c.memory_kind, "callbacks->memory_kind");
   Callbacks cb;
   cb.allocate = c.allocate;
   cb.deallocate = c.deallocate;
   cb.destroy = c.destroy;
   cb.user_data = c.user_data;
   ResourceProperties p;
-  p.memory_kind = static_cast<MemoryKind>(c.memory_kind);
-  p.device_accessible = c.device_accessible != 0;
-  p.host_accessible = c.host_accessible != 0;
+  p.memory_kind = kind;
+  // The kind's own accessibility, and more where the caller says so.
+  p.device_accessible = kind != MemoryKind::host || c.device_accessible != 0;
+  p.host_accessible = kind != MemoryKind::device || c.host_accessible != 0;
   p.stream_ordered = c.stream_ordered != 0;
   *out_resource = to_handle<cumem_resource_t>(create_callback_resource(std::move(d), cb, p));
   CUMEM_CATCH

@@ -28,7 +28,7 @@ CUMEM_EXPORT cumem_status_t cumem_stream_create(const cumem_device_t* device,
                                        std::to_string(static_cast<int>(o.priority_mode)) +
                                        " is neither CUMEM_PRIORITY_CLAMP nor CUMEM_PRIORITY_REJECT");
   *out_stream = to_handle<cumem_stream_t>(
-      Stream::create(std::move(d), o.nonblocking != 0, o.priority,
+      Stream::create(std::move(d), /*nonblocking=*/o.blocking == 0, o.priority,
                      o.priority_mode == CUMEM_PRIORITY_REJECT ? PriorityMode::reject
                                                               : PriorityMode::clamp));
   CUMEM_CATCH

@@ -1,10 +1,11 @@
 // The fields of every options struct and out struct of cumem.h, listed once,
 // in declaration order. The struct_size rules (capi.hpp: read_options,
 // check_out_struct, write_out_struct) are derived from these lists: a
-// struct_size may end at a field's end or in the padding after it, never
-// inside a field. The static_assert in CUMEM_STRUCT_FIELDS proves that each
-// list accounts for every byte of its struct, so a field added to cumem.h
-// and not here breaks the build instead of the rules.
+// struct_size must end at a field's end, never inside a field. The
+// static_assert in CUMEM_STRUCT_FIELDS proves that each list accounts for
+// every byte of its struct and that the struct has no padding (the header's
+// rule), so a field added to cumem.h and not here, or a gap, breaks the
+// build instead of the rules.
 #pragma once
 
 #include <cumem/cumem.h>
@@ -26,6 +27,9 @@ struct Field {
 // What the rules need to know about one struct type.
 struct StructLayout {
   const char* type_name;
+  // What fills the struct for the caller: its _init() function (options)
+  // or its _INIT macro (out structs), for the message on a zero-filled one.
+  const char* initializer;
   size_t size;  // this library's sizeof
   const Field* fields;
   size_t count;
@@ -38,90 +42,84 @@ struct Fields;
 
 template <class T>
 constexpr StructLayout layout_of() {
-  return StructLayout{Fields<T>::type_name, sizeof(T), Fields<T>::list,
+  return StructLayout{Fields<T>::type_name, Fields<T>::initializer, sizeof(T), Fields<T>::list,
                       sizeof(Fields<T>::list) / sizeof(Field)};
 }
 
 constexpr size_t round_up(size_t n, size_t align) { return (n + align - 1) / align * align; }
 
-// True when the list names every field of T in order: it starts with
-// struct_size at 0, each field sits where the compiler puts the next member
-// (the previous end rounded up to its alignment), the struct ends where its
-// last field does (rounded up to T's alignment), and the fields' sizes plus
-// the padding counted by hand add up to sizeof(T). A field left out of a
-// list leaves a gap that is either misaligned or more padding than stated.
+// True when the list names every field of T in order and T has no padding:
+// it starts with struct_size at 0, each field starts where the previous one
+// ends, the last one ends at sizeof(T), and the compiler agrees that every
+// byte of T belongs to a member. A field left out of a list leaves a gap.
 template <class T>
 constexpr bool lists_every_field() {
   const StructLayout l = layout_of<T>();
   if (l.count == 0 || l.fields[0].offset != 0 || l.fields[0].size != sizeof(uint32_t))
     return false;
   size_t end = 0;
-  size_t field_bytes = 0;
   for (size_t i = 0; i < l.count; ++i) {
-    if (l.fields[i].offset != round_up(end, l.fields[i].align)) return false;
+    if (l.fields[i].offset != end) return false;
     end = l.fields[i].end();
-    field_bytes += l.fields[i].size;
   }
-  return round_up(end, alignof(T)) == sizeof(T) &&
-         field_bytes + Fields<T>::padding_bytes == sizeof(T) &&
-         // The hand count agrees with the compiler on whether there is any.
-         (Fields<T>::padding_bytes == 0) == std::has_unique_object_representations_v<T>;
+  return end == sizeof(T) && std::has_unique_object_representations_v<T>;
 }
 
 #define CUMEM_FIELD(member) \
   Field { #member, offsetof(S, member), sizeof(S::member), alignof(decltype(S::member)) }
 
-// CUMEM_STRUCT_FIELDS(T, padding bytes, CUMEM_FIELD(a), CUMEM_FIELD(b), ...)
-#define CUMEM_STRUCT_FIELDS(T, padding, ...)                                   \
+// CUMEM_STRUCT_FIELDS(T, "its initializer", CUMEM_FIELD(a), CUMEM_FIELD(b), ...)
+#define CUMEM_STRUCT_FIELDS(T, init, ...)                                      \
   template <>                                                                  \
   struct Fields<T> {                                                           \
     using S = T;                                                               \
     static constexpr const char* type_name = #T;                               \
-    static constexpr size_t padding_bytes = padding;                           \
+    static constexpr const char* initializer = init;                           \
     static constexpr Field list[] = {__VA_ARGS__};                             \
   };                                                                           \
   static_assert(lists_every_field<T>(),                                        \
                 "capi/struct_fields.hpp: the field list of " #T " must name "  \
-                "every member of " #T " in order, and count its padding bytes");
+                "every member of " #T " in order, and " #T " must have no "    \
+                "padding (add a reserved field)");
 
 // Options (read by the library).
 
-CUMEM_STRUCT_FIELDS(cumem_stream_options_t, 0,
-  CUMEM_FIELD(struct_size), CUMEM_FIELD(nonblocking), CUMEM_FIELD(priority),
+CUMEM_STRUCT_FIELDS(cumem_stream_options_t, "cumem_stream_options_init()",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(blocking), CUMEM_FIELD(priority),
   CUMEM_FIELD(priority_mode))
 
-CUMEM_STRUCT_FIELDS(cumem_event_options_t, 0,
+CUMEM_STRUCT_FIELDS(cumem_event_options_t, "cumem_event_options_init()",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(enable_timing), CUMEM_FIELD(blocking_sync),
   CUMEM_FIELD(interprocess))
 
-CUMEM_STRUCT_FIELDS(cumem_host_resource_options_t, 0,
+CUMEM_STRUCT_FIELDS(cumem_host_resource_options_t, "cumem_host_resource_options_init()",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(alignment))
 
-CUMEM_STRUCT_FIELDS(cumem_pool_options_t, 0,
-  CUMEM_FIELD(struct_size), CUMEM_FIELD(use_default_pool), CUMEM_FIELD(release_threshold),
-  CUMEM_FIELD(max_size), CUMEM_FIELD(ipc_enabled), CUMEM_FIELD(host_numa_id))
+CUMEM_STRUCT_FIELDS(cumem_pool_options_t, "cumem_pool_options_init()",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(new_pool), CUMEM_FIELD(release_threshold),
+  CUMEM_FIELD(max_size), CUMEM_FIELD(ipc_enabled), CUMEM_FIELD(release_all_unused),
+  CUMEM_FIELD(use_host_numa_id), CUMEM_FIELD(host_numa_id))
 
-CUMEM_STRUCT_FIELDS(cumem_managed_resource_options_t, 0,
-  CUMEM_FIELD(struct_size), CUMEM_FIELD(preferred_location), CUMEM_FIELD(use_pool))
+CUMEM_STRUCT_FIELDS(cumem_managed_resource_options_t, "cumem_managed_resource_options_init()",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(preferred_location), CUMEM_FIELD(disable_pool))
 
-// 4 bytes after num_options and 4 after num_name_expressions (pointers follow).
-CUMEM_STRUCT_FIELDS(cumem_program_options_t, 8,
+CUMEM_STRUCT_FIELDS(cumem_program_options_t, "cumem_program_options_init()",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(code_type), CUMEM_FIELD(arch), CUMEM_FIELD(options),
-  CUMEM_FIELD(num_options), CUMEM_FIELD(name_expressions), CUMEM_FIELD(num_name_expressions),
-  CUMEM_FIELD(name))
+  CUMEM_FIELD(name_expressions), CUMEM_FIELD(name), CUMEM_FIELD(num_options),
+  CUMEM_FIELD(num_name_expressions))
 
-CUMEM_STRUCT_FIELDS(cumem_launch_config_t, 0,
+CUMEM_STRUCT_FIELDS(cumem_launch_config_t, "cumem_launch_config_init()",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(grid), CUMEM_FIELD(block),
   CUMEM_FIELD(shared_memory_bytes), CUMEM_FIELD(cluster))
 
-CUMEM_STRUCT_FIELDS(cumem_dlpack_options_t, 0,
+CUMEM_STRUCT_FIELDS(cumem_dlpack_options_t, "cumem_dlpack_options_init()",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(dtype_code), CUMEM_FIELD(dtype_bits),
   CUMEM_FIELD(dtype_lanes), CUMEM_FIELD(ndim), CUMEM_FIELD(reserved0), CUMEM_FIELD(shape),
   CUMEM_FIELD(strides), CUMEM_FIELD(byte_offset), CUMEM_FIELD(device_type),
   CUMEM_FIELD(read_only))
 
 // Read by cumem_resource_pool_set_attributes, written by _get_attributes.
-CUMEM_STRUCT_FIELDS(cumem_pool_attributes_t, 0,
+CUMEM_STRUCT_FIELDS(cumem_pool_attributes_t, "cumem_resource_pool_get_attributes() or CUMEM_POOL_ATTRIBUTES_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reuse_follow_event_dependencies),
   CUMEM_FIELD(reuse_allow_opportunistic), CUMEM_FIELD(reuse_allow_internal_dependencies),
   CUMEM_FIELD(release_threshold), CUMEM_FIELD(reserved_mem_current),
@@ -129,8 +127,7 @@ CUMEM_STRUCT_FIELDS(cumem_pool_attributes_t, 0,
 
 // Out structs (written by the library).
 
-// 4 bytes at the end, after cluster_launch.
-CUMEM_STRUCT_FIELDS(cumem_device_properties_t, 4,
+CUMEM_STRUCT_FIELDS(cumem_device_properties_t, "CUMEM_DEVICE_PROPERTIES_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(ordinal), CUMEM_FIELD(name), CUMEM_FIELD(uuid),
   CUMEM_FIELD(compute_capability_major), CUMEM_FIELD(compute_capability_minor),
   CUMEM_FIELD(total_memory), CUMEM_FIELD(multiprocessor_count),
@@ -139,36 +136,35 @@ CUMEM_STRUCT_FIELDS(cumem_device_properties_t, 4,
   CUMEM_FIELD(virtual_memory_management), CUMEM_FIELD(host_numa_id),
   CUMEM_FIELD(pci_domain_id), CUMEM_FIELD(pci_bus_id), CUMEM_FIELD(pci_device_id),
   CUMEM_FIELD(max_threads_per_block), CUMEM_FIELD(max_shared_memory_per_block_optin),
-  CUMEM_FIELD(cluster_launch))
+  CUMEM_FIELD(cluster_launch), CUMEM_FIELD(reserved0))
 
-CUMEM_STRUCT_FIELDS(cumem_resource_properties_t, 0,
+CUMEM_STRUCT_FIELDS(cumem_resource_properties_t, "CUMEM_RESOURCE_PROPERTIES_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(kind), CUMEM_FIELD(device_accessible),
   CUMEM_FIELD(host_accessible), CUMEM_FIELD(device_id), CUMEM_FIELD(is_stream_ordered),
   CUMEM_FIELD(is_pool), CUMEM_FIELD(ipc_enabled), CUMEM_FIELD(is_imported))
 
-CUMEM_STRUCT_FIELDS(cumem_resource_callbacks_t, 0,
+CUMEM_STRUCT_FIELDS(cumem_resource_callbacks_t, "CUMEM_RESOURCE_CALLBACKS_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(memory_kind), CUMEM_FIELD(allocate),
   CUMEM_FIELD(deallocate), CUMEM_FIELD(destroy), CUMEM_FIELD(user_data),
   CUMEM_FIELD(device_accessible), CUMEM_FIELD(host_accessible), CUMEM_FIELD(stream_ordered),
   CUMEM_FIELD(reserved0))
 
-CUMEM_STRUCT_FIELDS(cumem_caching_statistics_t, 0,
+CUMEM_STRUCT_FIELDS(cumem_caching_statistics_t, "CUMEM_CACHING_STATISTICS_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(bytes_cached),
   CUMEM_FIELD(bytes_reserved), CUMEM_FIELD(peak_bytes_reserved), CUMEM_FIELD(hits),
   CUMEM_FIELD(misses), CUMEM_FIELD(stream_reuses), CUMEM_FIELD(oom_retries))
 
-CUMEM_STRUCT_FIELDS(cumem_resource_statistics_t, 0,
+CUMEM_STRUCT_FIELDS(cumem_resource_statistics_t, "CUMEM_RESOURCE_STATISTICS_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(bytes_in_use),
   CUMEM_FIELD(peak_bytes_in_use), CUMEM_FIELD(live_allocations),
   CUMEM_FIELD(total_allocations))
 
-// 4 bytes at the end, after owns_memory.
-CUMEM_STRUCT_FIELDS(cumem_buffer_info_t, 4,
+CUMEM_STRUCT_FIELDS(cumem_buffer_info_t, "CUMEM_BUFFER_INFO_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(device_id), CUMEM_FIELD(ptr), CUMEM_FIELD(size),
   CUMEM_FIELD(memory_kind), CUMEM_FIELD(device_accessible), CUMEM_FIELD(host_accessible),
-  CUMEM_FIELD(is_slice), CUMEM_FIELD(owns_memory))
+  CUMEM_FIELD(is_slice), CUMEM_FIELD(owns_memory), CUMEM_FIELD(reserved0))
 
-CUMEM_STRUCT_FIELDS(cumem_kernel_attributes_t, 0,
+CUMEM_STRUCT_FIELDS(cumem_kernel_attributes_t, "CUMEM_KERNEL_ATTRIBUTES_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(max_threads_per_block), CUMEM_FIELD(shared_size_bytes),
   CUMEM_FIELD(const_size_bytes), CUMEM_FIELD(local_size_bytes), CUMEM_FIELD(num_regs),
   CUMEM_FIELD(ptx_version), CUMEM_FIELD(binary_version),

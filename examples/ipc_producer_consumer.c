@@ -220,7 +220,7 @@ static int producer(int socket, pid_t child) {
 
   CHECK(cumem_device_get(0, &device));
   CHECK(cumem_stream_create(device, NULL, &stream));
-  pool_options.use_default_pool = CUMEM_FALSE; /* only a new pool can be IPC-enabled */
+  pool_options.new_pool = CUMEM_TRUE; /* only a new pool can be IPC-enabled */
   pool_options.ipc_enabled = CUMEM_TRUE;
   CHECK(cumem_device_resource_create(device, &pool_options, &pool));
   CHECK(cumem_resource_allocate(pool, BYTES, stream, &shared));

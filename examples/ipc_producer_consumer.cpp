@@ -174,7 +174,7 @@ int producer(ConsumerProcess& consumer) {
   const cumem::Device device = cumem::Device::get(0);
   const cumem::Stream stream = cumem::Stream::create(device);
   cumem_pool_options_t pool_options = cumem::pool_options();
-  pool_options.use_default_pool = CUMEM_FALSE;  // only a new pool can be IPC-enabled
+  pool_options.new_pool = CUMEM_TRUE;  // only a new pool can be IPC-enabled
   pool_options.ipc_enabled = CUMEM_TRUE;
   const cumem::Resource pool = cumem::Resource::device(device, pool_options);
   const cumem::Buffer shared = pool.allocate(kBytes, stream);

@@ -167,7 +167,7 @@ void Buffer::advise(Advice advice, Location location) {
   if (r == CUDA_ERROR_NOT_SUPPORTED && resource_ && resource_->properties().is_pool)
     fail(Status::not_supported,
          "cuMemAdvise does not support memory from the managed memory pool on this driver; "
-         "create the managed resource with use_pool = false (cuMemAllocManaged) to advise it");
+         "create the managed resource with disable_pool = true (cuMemAllocManaged) to advise it");
   driver::check(r, "cuMemAdvise",
                 "advising " + describe_bytes(info_.size) + " of managed memory (advice " +
                     std::to_string(static_cast<int>(advice)) + ", " + describe(location) + ")");

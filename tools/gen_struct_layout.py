@@ -8,7 +8,13 @@ struct moved, which is an ABI break (docs/ABI.md) unless the change only
 adds at the end of a struct_size-governed struct in a new minor version; then
 rerun this script and commit the file with the change.
 
-  tools/gen_struct_layout.py [CC]     (CC defaults to cc)
+It also asserts, for every struct, that the sizes of its fields add up to
+its sizeof: no public struct may have padding (cumem.h's conventions), so
+a struct with a gap fails both this script and the generated test.
+
+  tools/gen_struct_layout.py [CC]          (CC defaults to cc)
+  tools/gen_struct_layout.py --check [CC]  exit 1 if the committed file is
+                                           not what the script would write
 """
 import pathlib
 import re
@@ -36,12 +42,20 @@ def structs():
     return found
 
 
+def field_sizes(name, fields):
+    """The C expression adding up the sizes of a struct's fields."""
+    return " + ".join(f"sizeof((({name}*)0)->{f})" for f in fields)
+
+
 def main():
-    cc = sys.argv[1] if len(sys.argv) > 1 else "cc"
+    args = sys.argv[1:]
+    check = "--check" in args
+    args = [a for a in args if a != "--check"]
+    cc = args[0] if args else "cc"
     items = structs()
     probe = ['#include <stddef.h>', '#include <stdio.h>', '#include "cumem/cumem.h"', "int main(void) {"]
     for name, fields in items:
-        probe.append(f'  printf("S {name} %zu\\n", sizeof({name}));')
+        probe.append(f'  printf("S {name} %zu %zu\\n", sizeof({name}), {field_sizes(name, fields)});')
         for f in fields:
             probe.append(f'  printf("F {name} {f} %zu\\n", offsetof({name}, {f}));')
     probe += ["  return 0;", "}"]
@@ -57,15 +71,31 @@ def main():
            " * regenerate (only for additions at the end, in a new minor version). */",
            "#include <stddef.h>", "", '#include "cumem/cumem.h"', "",
            "#if defined(__LP64__) || defined(_LP64)", ""]
+    fields_of = dict(items)
+    padded = []
     for line in lines:
         parts = line.split()
         if parts[0] == "S":
+            if parts[2] != parts[3]:
+                padded.append(f"{parts[1]}: sizeof {parts[2]}, fields {parts[3]} bytes")
             out.append(f"_Static_assert(sizeof({parts[1]}) == {parts[2]}, \"{parts[1]} changed size\");")
+            out.append(f"_Static_assert(sizeof({parts[1]}) == {field_sizes(parts[1], fields_of[parts[1]])}, "
+                       f"\"{parts[1]} has padding: add a reserved field (cumem.h conventions)\");")
         else:
             out.append(f"_Static_assert(offsetof({parts[1]}, {parts[2]}) == {parts[3]}, "
                        f"\"{parts[1]}.{parts[2]} moved\");")
     out += ["", "#endif", "", "int main(void) { return 0; }", ""]
-    OUT.write_text("\n".join(out))
+    if padded:
+        sys.exit("structs with padding (give each gap a reserved field):\n  " + "\n  ".join(padded))
+    text = "\n".join(out)
+    if check:
+        if OUT.read_text() != text:
+            sys.exit(f"{OUT.relative_to(ROOT)} is not what tools/gen_struct_layout.py writes for "
+                     "today's cumem.h: a public struct changed (or was added) without the layout "
+                     "test; see docs/ABI.md")
+        print(f"{OUT.relative_to(ROOT)} is current: {len(items)} structs")
+        return
+    OUT.write_text(text)
     print(f"wrote {OUT.relative_to(ROOT)}: {len(items)} structs, "
           f"{sum(len(f) for _, f in items)} fields")
 

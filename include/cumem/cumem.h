@@ -51,9 +51,11 @@
  *    before the call. struct_size rules:
  *    - below 4 or above 4096: CUMEM_ERROR_INVALID_ARGUMENT (nothing else of
  *      the struct is read);
- *    - it must not end inside a field: it may end at a field's end, anywhere
- *      in the padding after that field up to the next field's start, or at
- *      the struct's end; else CUMEM_ERROR_INVALID_ARGUMENT naming the
+ *    - 0 (a struct filled with zeros whose struct_size was never set):
+ *      CUMEM_ERROR_INVALID_ARGUMENT with a message saying the struct looks
+ *      zero-filled and naming the sizeof and the _init() function to use;
+ *    - it must not end inside a field: it must end at a field's end (or
+ *      the struct's end); else CUMEM_ERROR_INVALID_ARGUMENT naming the
  *      argument, the size and the field it cuts. A smaller struct (from a
  *      caller built with an older cumem.h) is fine: the library reads or
  *      writes only the whole fields it covers; options past it keep their
@@ -68,7 +70,45 @@
  *      back struct_size = the smaller of the caller's struct_size and its
  *      own sizeof, so fields past that size were not written.
  *    New fields are only ever added at the end, past the struct's previous
- *    sizeof (never into its tail padding), so these rules stay sound.
+ *    sizeof, so these rules stay sound.
+ *  - No padding: every byte of every public struct belongs to a named field,
+ *    so sizeof is where the last field ends, a field added at the end always
+ *    changes sizeof (struct_size tells the versions apart), and FFI
+ *    generators see the exact layout. Where alignment would leave a gap, the
+ *    struct has a `reserved…` field instead: in structs the library reads
+ *    (options), a reserved field must be 0 (else CUMEM_ERROR_INVALID_ARGUMENT
+ *    naming it), so a later version can give it a meaning; in out structs the
+ *    library writes it as 0.
+ *  - Zero means default: in every options struct, and in every struct read
+ *    as options except the one below, each field's default is 0 (NULL, false,
+ *    the enum value 0), so a struct that is all zero except struct_size =
+ *    sizeof(the struct) asks for exactly the defaults: what Rust's Default,
+ *    Julia's and ctypes' constructors make once struct_size is set. The
+ *    _INIT macros and _init() functions give those same bytes (every _INIT
+ *    macro, out structs' too, is zero but for struct_size). Where a
+ *    setting's natural encoding would need another default, the field is
+ *    named so that 0 is the default (`blocking`, `new_pool`) or says what 0
+ *    means (a release threshold of 0 keeps everything). The exception:
+ *    cumem_pool_attributes_t given to cumem_resource_pool_set_attributes is
+ *    not options but the pool's values, set exactly as given (read them
+ *    with cumem_resource_pool_get_attributes first and change what you
+ *    mean to change).
+ *  - Sizes: in function parameters, the size of one allocation or region
+ *    of memory (allocate, free, copy, slice, wrap, an offset into a
+ *    buffer, a code image) is size_t, the platform's type, as malloc takes
+ *    it; totals, limits, thresholds, capacities and alignments of resources
+ *    and devices (limit_bytes, min_bytes_to_keep, keep_bytes, capacity,
+ *    alignment, memory info, statistics)
+ *    are uint64_t, as they are in the driver. In structs every size, offset
+ *    and byte count of memory is uint64_t (one layout on every platform,
+ *    no size_t for FFI generators to map); the per-kernel and per-block
+ *    limits CUDA reports as int (shared, constant and local memory of a
+ *    kernel or block) stay the 32-bit integers the driver gives. size_t
+ *    and uint64_t are both 64 bits on every platform libcumem supports
+ *    (LP64).
+ *  - cumem_location_t is the one struct passed by value: a frozen plain
+ *    value type of two 4-byte fields, with no struct_size; it never changes
+ *    (a future kind of location that needs more gets a new type).
  *  - Optional stream arguments ([in][optional] cumem_stream_t*): NULL means
  *    the legacy default stream of the device concerned.
  *  - Thread safety: every function may be called from any thread. Devices,
@@ -231,7 +271,10 @@ typedef enum cumem_location_type_t {
   CUMEM_LOCATION_FORCE32 = 0x7FFFFFFF
 } cumem_location_type_t;
 
-/** One rule wherever a location is taken (managed preferred location,
+/** A location, passed by value. Frozen plain value type: two 4-byte fields,
+ *  no struct_size, no padding, never to change (a future location that
+ *  needs more gets a new type). The zero value is CUMEM_LOCATION_NONE.
+ *  One rule wherever a location is taken (managed preferred location,
  *  prefetch, advice): a type the call does not take is
  *  CUMEM_ERROR_INVALID_ARGUMENT; a device ordinal that does not exist is
  *  CUMEM_ERROR_NO_DEVICE; a negative host NUMA node is
@@ -241,12 +284,13 @@ typedef struct cumem_location_t {
   int32_t id;
 } cumem_location_t;
 
-/** What a buffer's memory is. */
+/** What a buffer's memory is. Host is 0, the default of
+ *  cumem_resource_callbacks_t.memory_kind. */
 typedef enum cumem_memory_kind_t {
-  CUMEM_MEMORY_HOST = 1,    /**< pageable host memory */
-  CUMEM_MEMORY_DEVICE = 2,  /**< device memory */
-  CUMEM_MEMORY_PINNED = 3,  /**< page-locked host memory (pool, alloc, registered) */
-  CUMEM_MEMORY_MANAGED = 4, /**< unified memory */
+  CUMEM_MEMORY_HOST = 0,    /**< pageable host memory */
+  CUMEM_MEMORY_DEVICE = 1,  /**< device memory */
+  CUMEM_MEMORY_PINNED = 2,  /**< page-locked host memory (pool, alloc, registered) */
+  CUMEM_MEMORY_MANAGED = 3, /**< unified memory */
   CUMEM_MEMORY_KIND_FORCE32 = 0x7FFFFFFF
 } cumem_memory_kind_t;
 
@@ -279,11 +323,12 @@ typedef struct cumem_device_properties_t {
   int32_t max_threads_per_block;
   int32_t max_shared_memory_per_block_optin; /**< bytes */
   cumem_bool_t cluster_launch;
+  uint32_t reserved0;               /**< written as 0 */
 } cumem_device_properties_t;
 
 #define CUMEM_DEVICE_PROPERTIES_INIT                                        \
   { (uint32_t)sizeof(cumem_device_properties_t), 0, {0}, {0}, 0, 0, 0u, 0, \
-    0u, 0u, 0u, 0u, 0u, -1, 0, 0, 0, 0, 0, 0u }
+    0u, 0u, 0u, 0u, 0u, 0, 0, 0, 0, 0, 0, 0u, 0u }
 
 /** Number of CUDA devices into *out_count (0 when the driver sees none).
  *  CUMEM_ERROR_NO_DRIVER: the driver cannot be loaded; out_count untouched. */
@@ -365,15 +410,17 @@ typedef enum cumem_priority_mode_t {
 
 typedef struct cumem_stream_options_t {
   uint32_t struct_size;
-  /** Does not synchronise with the legacy default stream. Default true. */
-  cumem_bool_t nonblocking;
+  /** Synchronises with the legacy default stream (CU_STREAM_DEFAULT), as
+   *  cudaStreamCreate's streams do. Default false: the stream is
+   *  non-blocking (CU_STREAM_NON_BLOCKING). */
+  cumem_bool_t blocking;
   /** Default 0 (lowest). Lower numbers are higher priorities. */
   int32_t priority;
-  cumem_priority_mode_t priority_mode; /**< Default CUMEM_PRIORITY_CLAMP. */
+  cumem_priority_mode_t priority_mode; /**< Default (0) CUMEM_PRIORITY_CLAMP. */
 } cumem_stream_options_t;
 
 #define CUMEM_STREAM_OPTIONS_INIT \
-  { (uint32_t)sizeof(cumem_stream_options_t), CUMEM_TRUE, 0, CUMEM_PRIORITY_CLAMP }
+  { (uint32_t)sizeof(cumem_stream_options_t), CUMEM_FALSE, 0, CUMEM_PRIORITY_CLAMP }
 CUMEM_API void cumem_stream_options_init(cumem_stream_options_t* options);
 
 /** A new stream on `device`, owned by the handle (destroyed on last release).
@@ -533,7 +580,7 @@ typedef struct cumem_resource_properties_t {
 } cumem_resource_properties_t;
 
 #define CUMEM_RESOURCE_PROPERTIES_INIT \
-  { (uint32_t)sizeof(cumem_resource_properties_t), (cumem_resource_kind_t)0, 0u, 0u, -1, 0u, 0u, 0u, 0u }
+  { (uint32_t)sizeof(cumem_resource_properties_t), (cumem_resource_kind_t)0, 0u, 0u, 0, 0u, 0u, 0u, 0u }
 
 /** Kept by every resource (an adaptor counts what goes through it). Bytes
  *  are the sizes asked for, not what the resource rounds them up to. A
@@ -559,24 +606,28 @@ typedef struct cumem_resource_statistics_t {
 
 typedef struct cumem_host_resource_options_t {
   uint32_t struct_size;
-  uint32_t reserved0;
-  /** Power of two from sizeof(void*) to 2 MiB (2097152). Default 64. */
-  size_t alignment;
+  uint32_t reserved0; /**< must be 0 */
+  /** Power of two from sizeof(void*) to 2 MiB (2097152), or 0 (default):
+   *  64. */
+  uint64_t alignment;
 } cumem_host_resource_options_t;
 #define CUMEM_HOST_RESOURCE_OPTIONS_INIT \
-  { (uint32_t)sizeof(cumem_host_resource_options_t), 0u, 64u }
+  { (uint32_t)sizeof(cumem_host_resource_options_t), 0u, 0u }
 CUMEM_API void cumem_host_resource_options_init(cumem_host_resource_options_t* o);
 
 /** Options of the device and pinned kinds (the managed kind takes
  *  cumem_managed_resource_options_t). */
 typedef struct cumem_pool_options_t {
   uint32_t struct_size;
-  /** Use the device's (pinned kind: the host location's) default pool
-   *  instead of a new one; max_size and ipc_enabled must then be 0.
-   *  Default true. */
-  cumem_bool_t use_default_pool;
-  /** Bytes the pool keeps reserved after frees. Default UINT64_MAX: keep
-   *  everything (otherwise each synchronisation returns memory to the OS). */
+  /** Create a new pool. Default false: use the device's (pinned kind: the
+   *  host location's) default pool, and then max_size and ipc_enabled must
+   *  be 0. */
+  cumem_bool_t new_pool;
+  /** Bytes the pool keeps reserved after frees; each synchronisation
+   *  returns memory above it to the system. 0 (default): keep everything
+   *  (the driver's threshold is set to UINT64_MAX). To return every unused
+   *  byte at each synchronisation (the driver's threshold 0), set
+   *  release_all_unused instead. */
   uint64_t release_threshold;
   /** New pools only; 0 = no limit. The most bytes the pool's allocations
    *  may hold at once (their requested sizes, as bytes_in_use counts them):
@@ -589,11 +640,20 @@ typedef struct cumem_pool_options_t {
   /** New pools only: allocations can be shared with other processes
    *  through POSIX file descriptors. Default false. */
   cumem_bool_t ipc_enabled;
-  /** Pinned kind: the host NUMA node (-1: any node). Managed kind: unused. */
-  int32_t host_numa_id;
+  /** The pool keeps nothing reserved: every unused byte goes back to the
+   *  system at each synchronisation (the driver's release threshold 0).
+   *  Default false. release_threshold must then be 0. */
+  cumem_bool_t release_all_unused;
+  /** Pinned kind: place the pool on host NUMA node host_numa_id (>= 0).
+   *  Default false: any node (an IPC-enabled pinned pool takes the
+   *  device's nearest node), and host_numa_id must be 0. The device kind
+   *  refuses it. */
+  cumem_bool_t use_host_numa_id;
+  int32_t host_numa_id; /**< read only with use_host_numa_id */
 } cumem_pool_options_t;
 #define CUMEM_POOL_OPTIONS_INIT \
-  { (uint32_t)sizeof(cumem_pool_options_t), CUMEM_TRUE, UINT64_MAX, 0u, CUMEM_FALSE, -1 }
+  { (uint32_t)sizeof(cumem_pool_options_t), CUMEM_FALSE, 0u, 0u, CUMEM_FALSE, CUMEM_FALSE, \
+    CUMEM_FALSE, 0 }
 CUMEM_API void cumem_pool_options_init(cumem_pool_options_t* options);
 
 typedef struct cumem_managed_resource_options_t {
@@ -601,12 +661,13 @@ typedef struct cumem_managed_resource_options_t {
   /** Where the memory prefers to live: CUMEM_LOCATION_NONE (default),
    *  _DEVICE, _HOST or _HOST_NUMA. */
   cumem_location_t preferred_location;
-  /** Use a managed cuMemPool where the driver has one (CUDA 13+); else, or
-   *  when false, cuMemAllocManaged. Default true. */
-  cumem_bool_t use_pool;
+  /** Allocate with cuMemAllocManaged even where the driver has a managed
+   *  cuMemPool. Default false: use the managed pool where the driver has one
+   *  (CUDA 13+), else cuMemAllocManaged. */
+  cumem_bool_t disable_pool;
 } cumem_managed_resource_options_t;
 #define CUMEM_MANAGED_RESOURCE_OPTIONS_INIT \
-  { (uint32_t)sizeof(cumem_managed_resource_options_t), { CUMEM_LOCATION_NONE, 0 }, CUMEM_TRUE }
+  { (uint32_t)sizeof(cumem_managed_resource_options_t), { CUMEM_LOCATION_NONE, 0 }, CUMEM_FALSE }
 CUMEM_API void cumem_managed_resource_options_init(
     cumem_managed_resource_options_t* options);
 
@@ -614,8 +675,8 @@ CUMEM_API void cumem_managed_resource_options_init(
  *  Stream arguments on its buffers are honoured when given: the call waits
  *  for the stream before touching the memory; with no stream nothing is
  *  waited for (the host resource has no device).
- *  CUMEM_ERROR_INVALID_ARGUMENT: alignment not a power of two from 8 to
- *  2 MiB. */
+ *  CUMEM_ERROR_INVALID_ARGUMENT: alignment neither 0 nor a power of two
+ *  from 8 to 2 MiB, reserved0 not 0. */
 CUMEM_API cumem_status_t cumem_host_resource_create(
     const cumem_host_resource_options_t* options, cumem_resource_t** out_resource);
 
@@ -624,16 +685,21 @@ CUMEM_API cumem_status_t cumem_host_resource_create(
  *  Devices without memory pools fall back to synchronous cuMemAlloc (then
  *  is_pool is false and frees wait for the stream).
  *  CUMEM_ERROR_INVALID_ARGUMENT: max_size or ipc_enabled with the default
- *  pool. CUMEM_ERROR_NOT_SUPPORTED: ipc_enabled where the device cannot
- *  export POSIX file descriptors. */
+ *  pool (new_pool false), release_all_unused with a release_threshold,
+ *  use_host_numa_id (the device kind has no host node), host_numa_id not 0.
+ *  CUMEM_ERROR_NOT_SUPPORTED: ipc_enabled where the device cannot export
+ *  POSIX file descriptors. */
 CUMEM_API cumem_status_t cumem_device_resource_create(
     const cumem_device_t* device, const cumem_pool_options_t* options,
     cumem_resource_t** out_resource);
 
 /** Stream-ordered pinned host memory from a host-located cuMemPool,
  *  accessible from `device` (which also orders frees). [in][optional] options
- *  (host_numa_id picks a node). CUMEM_ERROR_NOT_SUPPORTED: the driver has no
- *  host pools (before CUDA 12.6) or IPC was asked of a non-NUMA pool. */
+ *  (use_host_numa_id and host_numa_id pick a node).
+ *  CUMEM_ERROR_INVALID_ARGUMENT: as for cumem_device_resource_create, but
+ *  use_host_numa_id is allowed, with host_numa_id >= 0.
+ *  CUMEM_ERROR_NOT_SUPPORTED: the driver has no host pools (before CUDA
+ *  12.6) or IPC was asked of a non-NUMA pool. */
 CUMEM_API cumem_status_t cumem_pinned_resource_create(
     const cumem_device_t* device, const cumem_pool_options_t* options,
     cumem_resource_t** out_resource);
@@ -693,7 +759,7 @@ CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
  *  CUMEM_ERROR_INVALID_ARGUMENT: alignment 0, not a power of two, or above
  *  1 GiB. */
 CUMEM_API cumem_status_t cumem_aligned_resource_create(cumem_resource_t* upstream,
-                                                       size_t alignment,
+                                                       uint64_t alignment,
                                                        cumem_resource_t** out_resource);
 
 /** The caching adaptor: freed blocks stay cached and are handed out again
@@ -773,7 +839,7 @@ CUMEM_API cumem_status_t cumem_caching_resource_release_cached(cumem_resource_t*
  *  `keep_bytes` may stay cached: the statistics say how much.
  *  CUMEM_ERROR_NOT_SUPPORTED: not a caching adaptor. */
 CUMEM_API cumem_status_t cumem_caching_resource_trim(cumem_resource_t* resource,
-                                                     size_t keep_bytes);
+                                                     uint64_t keep_bytes);
 
 /** The tracking adaptor: records every outstanding allocation of `upstream`
  *  (kept alive) with its size and stream, and with capture_backtraces its
@@ -821,27 +887,31 @@ typedef void (*cumem_destroy_fn)(void* user_data);
 
 typedef struct cumem_resource_callbacks_t {
   uint32_t struct_size;
-  /** What the memory is. Default CUMEM_MEMORY_HOST, host accessible. */
+  /** What the memory is. Default (0) CUMEM_MEMORY_HOST. */
   cumem_memory_kind_t memory_kind;
   cumem_allocate_fn allocate;       /**< required */
   cumem_deallocate_fn deallocate;   /**< required */
   cumem_destroy_fn destroy;         /**< optional */
   void* user_data;
+  /** Accessibility: the memory kind's own (host: the host; device: the
+   *  device; pinned and managed: both), and also the device or the host
+   *  where these say so (host memory a device can reach, device memory the
+   *  host can reach). Default false: the kind's own only. */
   cumem_bool_t device_accessible;
   cumem_bool_t host_accessible;
   /** Frees are ordered on their stream (else the callback frees at once). */
   cumem_bool_t stream_ordered;
-  uint32_t reserved0;
+  uint32_t reserved0; /**< must be 0 */
 } cumem_resource_callbacks_t;
 #define CUMEM_RESOURCE_CALLBACKS_INIT                                               \
   { (uint32_t)sizeof(cumem_resource_callbacks_t), CUMEM_MEMORY_HOST, NULL, NULL, NULL, \
-    NULL, CUMEM_FALSE, CUMEM_TRUE, CUMEM_FALSE, 0u }
+    NULL, CUMEM_FALSE, CUMEM_FALSE, CUMEM_FALSE, 0u }
 
 /** A resource made of user callbacks, so that allocators of other languages
  *  serve libcumem buffers. `device` ([in][optional]) is the memory's device
  *  (kept alive), NULL for memory not tied to one. libcumem keeps the
  *  statistics. CUMEM_ERROR_INVALID_ARGUMENT: allocate or deallocate NULL, an
- *  unknown memory kind. */
+ *  unknown memory kind, reserved0 not 0. */
 CUMEM_API cumem_status_t cumem_callback_resource_create(const cumem_device_t* device,
                                                         const cumem_resource_callbacks_t* callbacks,
                                                         cumem_resource_t** out_resource);
@@ -886,7 +956,10 @@ CUMEM_API cumem_status_t cumem_resource_get_statistics(
  *  race with it may raise it again at once). */
 CUMEM_API cumem_status_t cumem_resource_reset_peak(cumem_resource_t* resource);
 
-/** Attributes of the cuMemPool behind a pool resource. */
+/** Attributes of the cuMemPool behind a pool resource. Not an options
+ *  struct: cumem_resource_pool_set_attributes sets the values it holds
+ *  exactly as given, so a zero-filled one turns every reuse flag off and
+ *  sets the threshold 0 (the one exception to "zero means default"). */
 typedef struct cumem_pool_attributes_t {
   uint32_t struct_size;
   cumem_bool_t reuse_follow_event_dependencies;
@@ -949,9 +1022,10 @@ typedef struct cumem_buffer_info_t {
   cumem_bool_t host_accessible;
   cumem_bool_t is_slice;       /**< a view into another buffer */
   cumem_bool_t owns_memory;    /**< closing frees the memory */
+  uint32_t reserved0;          /**< written as 0 */
 } cumem_buffer_info_t;
 #define CUMEM_BUFFER_INFO_INIT \
-  { (uint32_t)sizeof(cumem_buffer_info_t), -1, NULL, 0u, (cumem_memory_kind_t)0, 0u, 0u, 0u, 0u }
+  { (uint32_t)sizeof(cumem_buffer_info_t), 0, NULL, 0u, CUMEM_MEMORY_HOST, 0u, 0u, 0u, 0u, 0u }
 
 /* Every cumem_buffer_* call below except retain, release and is_closed:
  * CUMEM_ERROR_BUFFER_CLOSED once the buffer (or, for a slice, its parent)
@@ -1095,7 +1169,7 @@ CUMEM_API cumem_status_t cumem_buffer_prefetch(cumem_buffer_t* buffer,
  *  location is ignored for the read-mostly advices; the others need a
  *  device or host location (else CUMEM_ERROR_INVALID_ARGUMENT).
  *  CUMEM_ERROR_NOT_SUPPORTED: memory from the managed pool on drivers that
- *  do not advise it (CUDA 13.0); use a managed resource with use_pool false. */
+ *  do not advise it (CUDA 13.0); use a managed resource with disable_pool true. */
 CUMEM_API cumem_status_t cumem_buffer_advise(cumem_buffer_t* buffer,
                                              cumem_advice_t advice,
                                              cumem_location_t location);
@@ -1485,22 +1559,22 @@ typedef enum cumem_code_type_t {
 
 typedef struct cumem_program_options_t {
   uint32_t struct_size;
-  cumem_code_type_t code_type;
+  cumem_code_type_t code_type; /**< Default (0) CUMEM_CODE_CUBIN. */
   /** Target architecture as NVRTC spells it ("sm_90", "compute_90"); NULL
    *  picks the device's. */
   const char* arch;
   /** Extra NVRTC options ("-std=c++17", "-DN=4", ...), num_options long. */
   const char* const* options;
-  uint32_t num_options;
   /** Expressions to instantiate and name ("my_kernel<float>"), see
-   *  cumem_program_lowered_name. */
+   *  cumem_program_lowered_name; num_name_expressions long. */
   const char* const* name_expressions;
-  uint32_t num_name_expressions;
   /** Program name in the compiler's messages. NULL: "cumem_program.cu". */
   const char* name;
+  uint32_t num_options;
+  uint32_t num_name_expressions;
 } cumem_program_options_t;
 #define CUMEM_PROGRAM_OPTIONS_INIT \
-  { (uint32_t)sizeof(cumem_program_options_t), CUMEM_CODE_CUBIN, NULL, NULL, 0u, NULL, 0u, NULL }
+  { (uint32_t)sizeof(cumem_program_options_t), CUMEM_CODE_CUBIN, NULL, NULL, NULL, NULL, 0u, 0u }
 CUMEM_API void cumem_program_options_init(cumem_program_options_t* options);
 
 /** The version of NVRTC, loading it if it is not loaded yet (as
@@ -1587,14 +1661,18 @@ CUMEM_API cumem_status_t cumem_kernel_native(const cumem_kernel_t* kernel,
 
 typedef struct cumem_launch_config_t {
   uint32_t struct_size;
-  uint32_t grid[3];    /**< blocks per grid, x y z; each >= 1 */
-  uint32_t block[3];   /**< threads per block, x y z; each >= 1 */
-  uint32_t shared_memory_bytes; /**< dynamic shared memory per block */
-  /** Thread-block cluster shape; {0,0,0} (default) launches no clusters. */
+  /** Blocks per grid, x y z; a 0 (the default) counts as 1, so {256}
+   *  is 256 x 1 x 1. */
+  uint32_t grid[3];
+  /** Threads per block, x y z; a 0 (the default) counts as 1. */
+  uint32_t block[3];
+  uint32_t shared_memory_bytes; /**< dynamic shared memory per block; default 0 */
+  /** Thread-block cluster shape; {0,0,0} (default) launches no clusters;
+   *  else every dimension must be >= 1. */
   uint32_t cluster[3];
 } cumem_launch_config_t;
 #define CUMEM_LAUNCH_CONFIG_INIT \
-  { (uint32_t)sizeof(cumem_launch_config_t), {1u, 1u, 1u}, {1u, 1u, 1u}, 0u, {0u, 0u, 0u} }
+  { (uint32_t)sizeof(cumem_launch_config_t), {0u, 0u, 0u}, {0u, 0u, 0u}, 0u, {0u, 0u, 0u} }
 CUMEM_API void cumem_launch_config_init(cumem_launch_config_t* config);
 
 /** Launches `kernel` on `stream` ([in][optional]) with `config` ([in],
@@ -1604,7 +1682,7 @@ CUMEM_API void cumem_launch_config_init(cumem_launch_config_t* config);
  *  there). Dynamic shared memory above the kernel's current allowance but
  *  within the device's opt-in limit raises the kernel's allowance for good
  *  (max_dynamic_shared_size_bytes shows it).
- *  CUMEM_ERROR_INVALID_LAUNCH_CONFIG: a zero dimension, threads per block
+ *  CUMEM_ERROR_INVALID_LAUNCH_CONFIG: threads per block
  *  above the kernel's maximum, dynamic shared memory above what the kernel
  *  may use, a cluster shape on a device without clusters or not dividing
  *  the grid (the message names the limit).

@@ -480,7 +480,7 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
   }
   // The aligned adaptor: every allocation starts at a multiple of
   // `alignment` (a power of two up to 1 GiB).
-  static Resource aligned(const Resource& upstream, size_t alignment) {
+  static Resource aligned(const Resource& upstream, uint64_t alignment) {
     cumem_resource_t* r = nullptr;
     check(cumem_aligned_resource_create(upstream.get(), alignment, &r));
     return Resource(r);
@@ -600,7 +600,7 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
   void release_cached() const { check(cumem_caching_resource_release_cached(get())); }
   // Gives cached blocks back until at most keep_bytes stay, then trims a
   // pool upstream (caching adaptors only).
-  void trim_cache(size_t keep_bytes = 0) const {
+  void trim_cache(uint64_t keep_bytes = 0) const {
     check(cumem_caching_resource_trim(get(), keep_bytes));
   }
   // Tracking adaptors only: how many allocations are outstanding, and their

@@ -162,8 +162,8 @@ typedef cumem_status_t (*PFN_cumem_kernel_get_attributes)(const cumem_kernel_t* 
 typedef cumem_status_t (*PFN_cumem_kernel_native)(const cumem_kernel_t* kernel, void** out_native);
 typedef void (*PFN_cumem_launch_config_init)(cumem_launch_config_t* config);
 typedef cumem_status_t (*PFN_cumem_launch)(const cumem_kernel_t* kernel, const cumem_stream_t* stream, const cumem_launch_config_t* config, void** args, uint32_t num_args);
-typedef cumem_status_t (*PFN_cumem_aligned_resource_create)(cumem_resource_t* upstream, size_t alignment, cumem_resource_t** out_resource);
-typedef cumem_status_t (*PFN_cumem_caching_resource_trim)(cumem_resource_t* resource, size_t keep_bytes);
+typedef cumem_status_t (*PFN_cumem_aligned_resource_create)(cumem_resource_t* upstream, uint64_t alignment, cumem_resource_t** out_resource);
+typedef cumem_status_t (*PFN_cumem_caching_resource_trim)(cumem_resource_t* resource, uint64_t keep_bytes);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */

@@ -21,7 +21,7 @@ constexpr size_t kOffVersion = 8, kOffType = 10, kOffKind = 12, kOffSize = 16, k
                  kOffReserved = 132, kOffCrc = 156;
 static_assert(kOffCrc + 4 == kIpcDescriptorSize, "the CRC ends the descriptor");
 
-// Memory kinds, as in cumem_memory_kind_t (this file stays free of C and
+// Memory kinds, as in core::MemoryKind (this file stays free of C and
 // resource headers: it is plain bytes).
 constexpr uint32_t kHost = 1, kDevice = 2, kPinned = 3, kManaged = 4;
 

@@ -9,7 +9,8 @@
 //   off   8  u16      format version (1)
 //   off  10  u16      type (IpcType)
 //   off  12  u32      memory kind (1 host, 2 device, 3 pinned, 4 managed:
-//                     the values of cumem_memory_kind_t and core::MemoryKind)
+//                     the values of core::MemoryKind; cumem_memory_kind_t
+//                     numbers them from 0, and capi/ maps the two)
 //   off  16  u64      size: bytes of the buffer; for a pool, bytes of the
 //                     arena of a host shared pool, else 0
 //   off  24  u64      offset: of a host shared buffer in the shared file, of

@@ -223,7 +223,7 @@ bool PoolResource::pool_get_access(const Device& peer) const {
 void check_pool_options(const PoolOptions& options) {
   if (options.use_default_pool && (options.max_size != 0 || options.ipc_enabled))
     fail(Status::invalid_argument,
-         "max_size and ipc_enabled apply to new pools only; set use_default_pool to false");
+         "max_size and ipc_enabled apply to new pools only; set new_pool to make one");
 }
 
 CUmemoryPool create_pool(const PoolSpec& spec, const std::string& where) {

@@ -24,7 +24,8 @@ enum class ResourceKind {
   callback = 12, aligned = 13,
 };
 
-// What a buffer's memory is (the C ABI's cumem_memory_kind_t).
+// What a buffer's memory is. The values are the IPC descriptor's (1..4);
+// the C ABI's cumem_memory_kind_t numbers them from 0 (capi/memory_kind.hpp).
 enum class MemoryKind { host = 1, device = 2, pinned = 3, managed = 4 };
 
 struct ResourceProperties {
@@ -94,12 +95,14 @@ class Resource : public Object {
   mutable Credit credits_[kThreadShards + 1];
 };
 
+// The core's pool options, in the driver's terms (capi/ maps the C struct,
+// whose zero means every default, onto these).
 struct PoolOptions {
   bool use_default_pool = true;
-  uint64_t release_threshold = UINT64_MAX;
+  uint64_t release_threshold = UINT64_MAX;  // the driver's value: 0 keeps nothing
   uint64_t max_size = 0;
   bool ipc_enabled = false;
-  int host_numa_id = -1;
+  int host_numa_id = -1;  // -1: any node
 };
 
 // One factory per kind (src/resources/<kind>_resource.cpp).

@@ -15,7 +15,8 @@ int main(void) {
   cumem_launch_config_t m = CUMEM_LAUNCH_CONFIG_INIT;
   cumem_caching_statistics_t n = CUMEM_CACHING_STATISTICS_INIT;
   cumem_dlpack_options_t o = CUMEM_DLPACK_OPTIONS_INIT;
+  cumem_resource_callbacks_t q = CUMEM_RESOURCE_CALLBACKS_INIT;
   return (int)(a.struct_size + b.struct_size + c.struct_size + d.struct_size + e.struct_size + f.struct_size +
                g.struct_size + h.struct_size + i.struct_size + j.struct_size + k.struct_size + l.struct_size + m.struct_size +
-               n.struct_size + o.struct_size) & 0;
+               n.struct_size + o.struct_size + q.struct_size) & 0;
 }

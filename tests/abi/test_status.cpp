@@ -70,7 +70,7 @@ TEST(OptionsInit, FunctionsMatchMacros) {
   const cumem_stream_options_t s_macro = CUMEM_STREAM_OPTIONS_INIT;
   EXPECT_EQ(0, std::memcmp(&s, &s_macro, sizeof s));
   EXPECT_EQ(s.struct_size, sizeof s);
-  EXPECT_EQ(s.nonblocking, CUMEM_TRUE);
+  EXPECT_EQ(s.blocking, CUMEM_FALSE);
 
   cumem_event_options_t e;
   cumem_event_options_init(&e);

@@ -68,10 +68,10 @@ struct Case {
 #define CUMEM_CASE(T, size, cut) \
   Case { #T, size, cut, &read_with_size<T>, &check_out_with_size<T> }
 
-// Offsets from cumem.h: sizes that end in a field, at its end, or in the
-// padding after it.
+// Offsets from cumem.h: sizes that end in a field or at its end (no struct
+// has padding).
 const Case hand_cases[] = {
-    CUMEM_CASE(cumem_stream_options_t, 5, "nonblocking"),
+    CUMEM_CASE(cumem_stream_options_t, 5, "blocking"),
     CUMEM_CASE(cumem_stream_options_t, 8, nullptr),
     CUMEM_CASE(cumem_stream_options_t, 15, "priority_mode"),
     CUMEM_CASE(cumem_stream_options_t, 16, nullptr),
@@ -81,13 +81,16 @@ const Case hand_cases[] = {
     CUMEM_CASE(cumem_host_resource_options_t, 9, "alignment"),
     CUMEM_CASE(cumem_pool_options_t, 12, "release_threshold"),
     CUMEM_CASE(cumem_pool_options_t, 28, nullptr),
-    CUMEM_CASE(cumem_pool_options_t, 30, "host_numa_id"),
+    CUMEM_CASE(cumem_pool_options_t, 30, "release_all_unused"),
+    CUMEM_CASE(cumem_pool_options_t, 38, "host_numa_id"),
+    CUMEM_CASE(cumem_pool_options_t, 40, nullptr),
     CUMEM_CASE(cumem_managed_resource_options_t, 8, "preferred_location"),
     CUMEM_CASE(cumem_managed_resource_options_t, 12, nullptr),
-    CUMEM_CASE(cumem_program_options_t, 27, "num_options"),
-    CUMEM_CASE(cumem_program_options_t, 30, nullptr),  // padding before name_expressions
-    CUMEM_CASE(cumem_program_options_t, 46, nullptr),  // padding before name
-    CUMEM_CASE(cumem_program_options_t, 50, "name"),
+    CUMEM_CASE(cumem_program_options_t, 27, "name_expressions"),
+    CUMEM_CASE(cumem_program_options_t, 32, nullptr),
+    CUMEM_CASE(cumem_program_options_t, 42, "num_options"),
+    CUMEM_CASE(cumem_program_options_t, 46, "num_name_expressions"),
+    CUMEM_CASE(cumem_program_options_t, 48, nullptr),
     CUMEM_CASE(cumem_launch_config_t, 10, "grid"),
     CUMEM_CASE(cumem_launch_config_t, 28, nullptr),
     CUMEM_CASE(cumem_launch_config_t, 30, "shared_memory_bytes"),
@@ -97,14 +100,16 @@ const Case hand_cases[] = {
     CUMEM_CASE(cumem_device_properties_t, 100, "name"),
     CUMEM_CASE(cumem_device_properties_t, 270, "uuid"),  // uuid is 264..279
     CUMEM_CASE(cumem_device_properties_t, 347, "cluster_launch"),
-    CUMEM_CASE(cumem_device_properties_t, 351, nullptr),  // tail padding
+    CUMEM_CASE(cumem_device_properties_t, 348, nullptr),
+    CUMEM_CASE(cumem_device_properties_t, 351, "reserved0"),  // no tail padding
     CUMEM_CASE(cumem_resource_properties_t, 6, "kind"),
     CUMEM_CASE(cumem_resource_properties_t, 20, nullptr),
     CUMEM_CASE(cumem_resource_statistics_t, 8, nullptr),
     CUMEM_CASE(cumem_resource_statistics_t, 12, "bytes_in_use"),
     CUMEM_CASE(cumem_buffer_info_t, 12, "ptr"),
     CUMEM_CASE(cumem_buffer_info_t, 42, "owns_memory"),
-    CUMEM_CASE(cumem_buffer_info_t, 46, nullptr),  // tail padding
+    CUMEM_CASE(cumem_buffer_info_t, 44, nullptr),
+    CUMEM_CASE(cumem_buffer_info_t, 46, "reserved0"),  // no tail padding
     CUMEM_CASE(cumem_kernel_attributes_t, 35, "max_dynamic_shared_size_bytes"),
     CUMEM_CASE(cumem_kernel_attributes_t, 32, nullptr),
 };

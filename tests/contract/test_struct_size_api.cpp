@@ -183,19 +183,26 @@ TEST_F(StructSizeApi, StatisticsSizeInsideA64BitFieldIsRejected) {
 }
 
 // --- out: cumem_buffer_info_t (..., is_slice 36..39, owns_memory 40..43,
-// then 4 bytes of padding; sizeof 48) -----------------------------------
+// reserved0 44..47; sizeof 48, no padding) ------------------------------
 
-TEST_F(StructSizeApi, BufferInfoSizeInThePaddingAfterAFieldIsFine) {
+TEST_F(StructSizeApi, BufferInfoWithoutTheReservedFieldIsFine) {
   unsigned char bytes[sizeof(cumem_buffer_info_t)];
   std::memset(bytes, 0xEE, sizeof bytes);
   auto* info = reinterpret_cast<cumem_buffer_info_t*>(bytes);
-  info->struct_size = 46;  // in the tail padding
+  info->struct_size = 44;  // ends at owns_memory's end, before reserved0
   CUMEM_ASSERT_OK(cumem_buffer_get_info(buffer, info));
-  EXPECT_EQ(info->struct_size, 46u);
+  EXPECT_EQ(info->struct_size, 44u);
   EXPECT_EQ(info->size, 100u);
   EXPECT_EQ(info->owns_memory, CUMEM_TRUE);
   for (size_t i = 44; i < sizeof bytes; ++i)
-    EXPECT_EQ(bytes[i], 0xEE) << "byte " << i << " is padding past the fields written";
+    EXPECT_EQ(bytes[i], 0xEE) << "byte " << i << " lies past the fields written";
+
+  info->struct_size = 46;  // ends inside reserved0 (there is no tail padding)
+  CUMEM_EXPECT_ERROR(cumem_buffer_get_info(buffer, info), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "'reserved0'");
+  info->struct_size = sizeof(cumem_buffer_info_t);
+  CUMEM_ASSERT_OK(cumem_buffer_get_info(buffer, info));
+  EXPECT_EQ(info->reserved0, 0u) << "out structs' reserved fields are written as 0";
 }
 
 TEST_F(StructSizeApi, BufferInfoCutsAreRejectedAndLargerGetsLibrarySize) {

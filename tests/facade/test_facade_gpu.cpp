@@ -207,8 +207,8 @@ TEST_F(FacadeGpu, DeviceResource) {
 TEST_F(FacadeGpu, NewDevicePoolWithOptions) {
   if (!props.memory_pools_supported) GTEST_SKIP() << "the device has no memory pools";
   cumem_pool_options_t o = cumem::pool_options();
-  o.use_default_pool = CUMEM_FALSE;
-  o.release_threshold = 0;
+  o.new_pool = CUMEM_TRUE;
+  o.release_all_unused = CUMEM_TRUE;
   o.max_size = 64u << 20;
   const cumem::Resource pool = cumem::Resource::device(device, o);
   EXPECT_TRUE(pool.properties().is_pool);
@@ -231,7 +231,7 @@ TEST_F(FacadeGpu, IpcExportAndInterprocessEvents) {
     GTEST_SKIP() << "the device cannot export pools as POSIX file descriptors";
   const cumem::Stream s = cumem::Stream::create(device);
   cumem_pool_options_t o = cumem::pool_options();
-  o.use_default_pool = CUMEM_FALSE;
+  o.new_pool = CUMEM_TRUE;
   o.ipc_enabled = CUMEM_TRUE;
   const cumem::Resource pool = cumem::Resource::device(device, o);
   EXPECT_TRUE(pool.properties().ipc_enabled);
@@ -363,14 +363,14 @@ TEST_F(FacadeGpu, ManagedMemory) {
 
 // cumem.h: the location is ignored for the read-mostly advices (so the
 // default, no location, must do). Memory from the managed pool may not take
-// advice (CUDA 13.0 drivers): then NOT_SUPPORTED says to use use_pool false.
+// advice (CUDA 13.0 drivers): then NOT_SUPPORTED says to use disable_pool true.
 TEST_F(FacadeGpu, ManagedAdvice) {
   if (!props.managed_memory) GTEST_SKIP() << "the device has no managed memory";
   const cumem::Stream s = cumem::Stream::create(device);
-  for (const cumem_bool_t use_pool : {CUMEM_TRUE, CUMEM_FALSE}) {
-    SCOPED_TRACE(use_pool ? "managed pool" : "cuMemAllocManaged");
+  for (const cumem_bool_t disable_pool : {CUMEM_FALSE, CUMEM_TRUE}) {
+    SCOPED_TRACE(disable_pool ? "cuMemAllocManaged" : "managed pool");
     cumem_managed_resource_options_t o = cumem::managed_resource_options();
-    o.use_pool = use_pool;
+    o.disable_pool = disable_pool;
     const cumem::Resource r = cumem::Resource::managed(device, o);
     const cumem::Buffer b = r.allocate(1 << 20, s);
     s.synchronize();
@@ -379,7 +379,7 @@ TEST_F(FacadeGpu, ManagedAdvice) {
         b.advise(CUMEM_ADVICE_SET_READ_MOSTLY);
       } catch (const cumem::Error& e) {
         EXPECT_EQ(e.status(), CUMEM_ERROR_NOT_SUPPORTED);
-        EXPECT_NE(std::string(e.what()).find("use_pool = false"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("disable_pool = true"), std::string::npos) << e.what();
         continue;
       }
     }

@@ -517,10 +517,17 @@ TEST(FacadeLaunch, ConfigConvertsBothWays) {
   EXPECT_EQ(c.shared_memory_bytes, 1024u);
   EXPECT_EQ(c.cluster[0], 2u);
   EXPECT_EQ(c.cluster[1], 1u);
+  // The facade's defaults are written out as 1s, which the library reads as
+  // the C defaults (a 0 dimension counts as 1).
   const cumem::LaunchConfig defaults;
   const cumem_launch_config_t d = defaults;
-  const cumem_launch_config_t init = CUMEM_LAUNCH_CONFIG_INIT;
-  EXPECT_EQ(std::memcmp(&d, &init, sizeof d), 0);
+  EXPECT_EQ(d.struct_size, sizeof(cumem_launch_config_t));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(d.grid[i], 1u);
+    EXPECT_EQ(d.block[i], 1u);
+    EXPECT_EQ(d.cluster[i], 0u);
+  }
+  EXPECT_EQ(d.shared_memory_bytes, 0u);
   const cumem::LaunchConfig back = c;
   EXPECT_EQ(back.grid.y, 2u);
   EXPECT_EQ(back.block.x, 256u);

@@ -79,7 +79,7 @@ TEST_F(FakeDriver, DeviceResourceNamesTheMissingFunctionAndDriverVersion) {
   EXPECT_EQ(resource, nullptr) << "out-parameter must stay untouched on failure";
 
   cumem_pool_options_t options = CUMEM_POOL_OPTIONS_INIT;
-  options.use_default_pool = CUMEM_FALSE;  // a new pool: cuMemPoolCreate
+  options.new_pool = CUMEM_TRUE;  // a new pool: cuMemPoolCreate
   CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &options, &resource),
                      CUMEM_ERROR_NOT_SUPPORTED, "cuMemPoolCreate");
   EXPECT_TRUE(message_has("CUDA 13.0")) << cumem_last_error_message();
@@ -93,6 +93,38 @@ TEST_F(FakeDriver, DevicePropertiesNameTheMissingFunctionAndWriteNothing) {
   CUMEM_EXPECT_ERROR(cumem_device_get_properties(device, &props), CUMEM_ERROR_NOT_SUPPORTED,
                      "cuDeviceGetUuid");
   EXPECT_EQ(props.ordinal, static_cast<int32_t>(0xEEEEEEEE));
+}
+
+// Pool options whose fields contradict each other are refused before any
+// driver work, naming the fields (zero means default: the flags say what a
+// non-zero value means).
+TEST_F(FakeDriver, PoolOptionContradictionsAreRefusedByName) {
+  cumem_resource_t* r = nullptr;
+  cumem_pool_options_t o = CUMEM_POOL_OPTIONS_INIT;
+  o.release_all_unused = CUMEM_TRUE;
+  o.release_threshold = 4096;
+  CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "options->release_all_unused is set and options->release_threshold is 4096");
+  o = CUMEM_POOL_OPTIONS_INIT;
+  o.use_host_numa_id = CUMEM_TRUE;
+  CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "options->use_host_numa_id is set, but device memory has no host NUMA node");
+  o = CUMEM_POOL_OPTIONS_INIT;
+  o.host_numa_id = 1;
+  CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "options->host_numa_id is 1 but options->use_host_numa_id is false");
+  CUMEM_EXPECT_ERROR(cumem_pinned_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "options->host_numa_id is 1 but options->use_host_numa_id is false");
+  o.use_host_numa_id = CUMEM_TRUE;
+  o.host_numa_id = -1;
+  CUMEM_EXPECT_ERROR(cumem_pinned_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "options->host_numa_id -1 is negative");
+  // A zero-filled struct whose struct_size was never set.
+  std::memset(&o, 0, sizeof o);
+  CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "the struct looks zero-filled");
+  EXPECT_TRUE(message_has("cumem_pool_options_init()")) << cumem_last_error_message();
+  EXPECT_EQ(r, nullptr);
 }
 
 // The struct_size rules on options of calls that need a device (here the

@@ -32,10 +32,9 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-// The memory kind field holds the C ABI's values, which the core shares.
+// The memory kind field holds the core's values (1..4, so that 0 is never a
+// kind); the C ABI's cumem_memory_kind_t starts at 0 and capi/ maps them.
 constexpr uint32_t kHost = 1, kDevice = 2, kPinned = 3, kManaged = 4;
-static_assert(kHost == CUMEM_MEMORY_HOST && kDevice == CUMEM_MEMORY_DEVICE &&
-              kPinned == CUMEM_MEMORY_PINNED && kManaged == CUMEM_MEMORY_MANAGED);
 static_assert(kHost == static_cast<uint32_t>(cumem::core::MemoryKind::host) &&
               kDevice == static_cast<uint32_t>(cumem::core::MemoryKind::device) &&
               kPinned == static_cast<uint32_t>(cumem::core::MemoryKind::pinned) &&

@@ -184,7 +184,7 @@ int producer_that_exits(int socket) {
   cumem_device_t* device = nullptr;
   CHILD_CHECK(cumem_device_get(0, &device), 2);
   cumem_pool_options_t po = CUMEM_POOL_OPTIONS_INIT;
-  po.use_default_pool = CUMEM_FALSE;
+  po.new_pool = CUMEM_TRUE;
   po.ipc_enabled = CUMEM_TRUE;
   cumem_resource_t* pool = nullptr;
   CHILD_CHECK(cumem_device_resource_create(device, &po, &pool), 3);
@@ -281,7 +281,7 @@ class IpcGpu : public ::testing::Test {
   // A new IPC-enabled device (or pinned) pool with a buffer holding kPattern.
   void make_pool(bool pinned = false) {
     cumem_pool_options_t po = CUMEM_POOL_OPTIONS_INIT;
-    po.use_default_pool = CUMEM_FALSE;
+    po.new_pool = CUMEM_TRUE;
     po.ipc_enabled = CUMEM_TRUE;
     CUMEM_ASSERT_OK(pinned ? cumem_pinned_resource_create(device, &po, &pool)
                            : cumem_device_resource_create(device, &po, &pool));
@@ -464,7 +464,7 @@ TEST_F(IpcGpu, KilledConsumerLeavesTheProducerUnaffected) {
 TEST_F(IpcGpu, DescriptorOfAnotherPoolIsRefused) {
   make_pool();
   cumem_pool_options_t po = CUMEM_POOL_OPTIONS_INIT;
-  po.use_default_pool = CUMEM_FALSE;
+  po.new_pool = CUMEM_TRUE;
   po.ipc_enabled = CUMEM_TRUE;
   cumem_resource_t* other = nullptr;
   CUMEM_ASSERT_OK(cumem_device_resource_create(device, &po, &other));
@@ -490,7 +490,7 @@ TEST_F(IpcGpu, DescriptorOfAnotherPoolIsRefused) {
 TEST_F(IpcGpu, SharingNeedsAnIpcPoolAndAWholeBuffer) {
   cumem_resource_t* plain = nullptr;
   cumem_pool_options_t po = CUMEM_POOL_OPTIONS_INIT;
-  po.use_default_pool = CUMEM_FALSE;
+  po.new_pool = CUMEM_TRUE;
   CUMEM_ASSERT_OK(cumem_device_resource_create(device, &po, &plain));
   cumem_allocation_handle_t* h = nullptr;
   CUMEM_EXPECT_ERROR(cumem_resource_get_allocation_handle(plain, &h), CUMEM_ERROR_NOT_SUPPORTED,

@@ -42,6 +42,27 @@ class HostPython(unittest.TestCase):
             self.r.trim()
         self.assertEqual(e.exception.status_name, "CUMEM_ERROR_NOT_SUPPORTED")
 
+    def test_ctypes_structs_have_the_header_layout_and_zero_defaults(self):
+        import ctypes
+        from cumem import _lib
+        # sizeof from cumem.h (no padding: the fields' sizes add up).
+        self.assertEqual(ctypes.sizeof(_lib.BufferInfo), 48)
+        self.assertEqual(_lib.BufferInfo.reserved0.offset, 44)
+        self.assertEqual(ctypes.sizeof(_lib.HostResourceOptions), 16)
+        self.assertEqual(ctypes.sizeof(_lib.DlpackOptions), 48)
+        # A zero-filled struct with struct_size set is the defaults:
+        # alignment 0 means 64.
+        o = _lib.HostResourceOptions(ctypes.sizeof(_lib.HostResourceOptions))
+        r = cumem.Resource(cumem._out(_lib.lib.cumem_host_resource_create, ctypes.byref(o)))
+        b = r.allocate(3)
+        self.assertEqual(b.info().ptr % 64, 0)
+        b.close()
+        # Left wholly zero, it is refused with a message saying so.
+        with self.assertRaises(cumem.CumemError) as e:
+            cumem._out(_lib.lib.cumem_host_resource_create, ctypes.byref(_lib.HostResourceOptions()))
+        self.assertIn("looks zero-filled", e.exception.message)
+        self.assertIn("cumem_host_resource_options_init()", e.exception.message)
+
     def test_errors_carry_status_and_message(self):
         b = self.r.allocate(8)
         b.close()

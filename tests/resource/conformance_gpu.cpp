@@ -7,8 +7,8 @@
 namespace {
 
 const ResourceKind gpu_kinds[] = {
-    device_pool_kind("device_default_pool", /*use_default_pool=*/true),
-    device_pool_kind("device_new_pool", /*use_default_pool=*/false),
+    device_pool_kind("device_default_pool", /*new_pool=*/false),
+    device_pool_kind("device_new_pool", /*new_pool=*/true),
     pinned_pool_kind("pinned_pool"),
     legacy_pinned_kind("legacy_pinned"),
     managed_kind("managed_pool", /*use_pool=*/true),

@@ -74,8 +74,7 @@ inline ResourceKind host_kind(std::string name, size_t alignment = 0) {
   k.kind = CUMEM_RESOURCE_HOST;
   k.memory = CUMEM_MEMORY_HOST;
   k.host_accessible = true;
-  const cumem_host_resource_options_t defaults = CUMEM_HOST_RESOURCE_OPTIONS_INIT;
-  k.alignment = alignment == 0 ? defaults.alignment : alignment;
+  k.alignment = alignment == 0 ? 64 : alignment;  // cumem.h: alignment 0 means 64
   return k;
 }
 
@@ -98,13 +97,13 @@ inline ResourceKind gpu_kind(std::string name, cumem_resource_kind_t kind,
 }
 
 // Device memory from the device's default pool, or a new pool of its own.
-inline ResourceKind device_pool_kind(std::string name, bool use_default_pool) {
+inline ResourceKind device_pool_kind(std::string name, bool new_pool) {
   ResourceKind k = gpu_kind(std::move(name), CUMEM_RESOURCE_DEVICE, CUMEM_MEMORY_DEVICE, false,
                             DeviceTie::device, FreeOrder::stream_ordered);
-  k.make = [use_default_pool](cumem_device_t* device) {
+  k.make = [new_pool](cumem_device_t* device) {
     return make_with([&](cumem_resource_t** out) {
       cumem_pool_options_t o = CUMEM_POOL_OPTIONS_INIT;
-      o.use_default_pool = use_default_pool ? CUMEM_TRUE : CUMEM_FALSE;
+      o.new_pool = new_pool ? CUMEM_TRUE : CUMEM_FALSE;
       return cumem_device_resource_create(device, &o, out);
     });
   };
@@ -136,7 +135,7 @@ inline ResourceKind legacy_pinned_kind(std::string name) {
 }
 
 // Managed memory preferring the device: from the managed pool where the
-// driver has one (use_pool), else cuMemAllocManaged.
+// driver has one (use_pool: disable_pool false), else cuMemAllocManaged.
 inline ResourceKind managed_kind(std::string name, bool use_pool) {
   ResourceKind k =
       gpu_kind(std::move(name), CUMEM_RESOURCE_MANAGED, CUMEM_MEMORY_MANAGED, true,
@@ -147,7 +146,7 @@ inline ResourceKind managed_kind(std::string name, bool use_pool) {
       o.preferred_location.type = CUMEM_LOCATION_DEVICE;
       const cumem_status_t s = cumem_device_ordinal(device, &o.preferred_location.id);
       if (s != CUMEM_SUCCESS) return s;
-      o.use_pool = use_pool ? CUMEM_TRUE : CUMEM_FALSE;
+      o.disable_pool = use_pool ? CUMEM_FALSE : CUMEM_TRUE;
       return cumem_managed_resource_create(device, &o, out);
     });
   };

@@ -58,7 +58,7 @@ TEST_F(ManagedTest, AdviceOnPoolMemoryWorksOrSaysHowToGetIt) {
   const cumem_status_t s = cumem_buffer_advise(b, CUMEM_ADVICE_SET_READ_MOSTLY, dev);
   if (s != CUMEM_SUCCESS) {
     EXPECT_EQ(s, CUMEM_ERROR_NOT_SUPPORTED);
-    EXPECT_NE(std::string(cumem_last_error_message()).find("use_pool = false"), std::string::npos)
+    EXPECT_NE(std::string(cumem_last_error_message()).find("disable_pool = true"), std::string::npos)
         << cumem_last_error_message();
   }
   cumem_buffer_release(b);
@@ -67,7 +67,7 @@ TEST_F(ManagedTest, AdviceOnPoolMemoryWorksOrSaysHowToGetIt) {
 TEST_F(ManagedTest, Advice) {
   cumem_managed_resource_options_t o = CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
   o.preferred_location = {CUMEM_LOCATION_DEVICE, 0};
-  o.use_pool = CUMEM_FALSE;  // CUDA 13.0 drivers advise only cuMemAllocManaged memory
+  o.disable_pool = CUMEM_TRUE;  // CUDA 13.0 drivers advise only cuMemAllocManaged memory
   cumem_resource_t* plain = nullptr;
   CUMEM_ASSERT_OK(cumem_managed_resource_create(device, &o, &plain));
   cumem_buffer_t* b = nullptr;

@@ -27,7 +27,7 @@ TEST_F(PeerTest, PoolAccessGrantQueryRevoke) {
   CUMEM_ASSERT_OK(cumem_device_can_access_peer(other, device, &can));
   if (!can) GTEST_SKIP() << "device 1 cannot access device 0's memory on this machine";
   cumem_pool_options_t o = CUMEM_POOL_OPTIONS_INIT;
-  o.use_default_pool = CUMEM_FALSE;
+  o.new_pool = CUMEM_TRUE;
   cumem_resource_t* pool0 = nullptr;
   CUMEM_ASSERT_OK(cumem_device_resource_create(device, &o, &pool0));
   cumem_bool_t access = CUMEM_TRUE;

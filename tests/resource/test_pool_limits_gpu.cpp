@@ -9,7 +9,7 @@ class PoolLimits : public GpuTest {
  protected:
   cumem_resource_t* pool(uint64_t max_size) {
     cumem_pool_options_t o = CUMEM_POOL_OPTIONS_INIT;
-    o.use_default_pool = CUMEM_FALSE;
+    o.new_pool = CUMEM_TRUE;
     o.max_size = max_size;
     cumem_resource_t* r = nullptr;
     EXPECT_EQ(cumem_device_resource_create(device, &o, &r), CUMEM_SUCCESS)

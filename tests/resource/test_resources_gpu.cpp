@@ -83,15 +83,66 @@ TEST_F(ResourceTest, DefaultPoolRejectsNewPoolOptions) {
   o.max_size = 1u << 20;
   cumem_resource_t* r = nullptr;
   CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
-                     "use_default_pool");
+                     "set new_pool");
+  EXPECT_EQ(r, nullptr);
+}
+
+// Zero means default: a zero-filled struct with struct_size set is the
+// default pool keeping everything; release_all_unused is the driver's 0.
+TEST_F(ResourceTest, PoolOptionsZeroMeansDefault) {
+  cumem_pool_options_t o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  cumem_resource_t* r = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, &o, &r));
+  EXPECT_EQ(attributes(r).release_threshold, UINT64_MAX);
+  cumem_resource_release(r);
+
+  o.release_all_unused = CUMEM_TRUE;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, &o, &r));
+  EXPECT_EQ(attributes(r).release_threshold, 0u);
+  cumem_resource_release(r);
+
+  o.release_all_unused = CUMEM_FALSE;
+  o.release_threshold = 1u << 20;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, &o, &r));
+  EXPECT_EQ(attributes(r).release_threshold, 1u << 20);
+  cumem_resource_release(r);
+  // The default pool's threshold back to the default, for the other tests.
+  o.release_threshold = 0;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, &o, &r));
+  cumem_resource_release(r);
+}
+
+TEST_F(ResourceTest, PoolOptionsContradictionsAreRefused) {
+  cumem_pool_options_t o = CUMEM_POOL_OPTIONS_INIT;
+  cumem_resource_t* r = nullptr;
+  o.release_all_unused = CUMEM_TRUE;
+  o.release_threshold = 4096;
+  CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "options->release_all_unused is set and options->release_threshold is 4096");
+  o = CUMEM_POOL_OPTIONS_INIT;
+  o.use_host_numa_id = CUMEM_TRUE;
+  CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "options->use_host_numa_id is set, but device memory has no host NUMA node");
+  o = CUMEM_POOL_OPTIONS_INIT;
+  o.host_numa_id = 1;
+  CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "options->host_numa_id is 1 but options->use_host_numa_id is false");
+  CUMEM_EXPECT_ERROR(cumem_pinned_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "options->host_numa_id is 1 but options->use_host_numa_id is false");
+  o.use_host_numa_id = CUMEM_TRUE;
+  o.host_numa_id = -1;
+  CUMEM_EXPECT_ERROR(cumem_pinned_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "options->host_numa_id -1 is negative");
   EXPECT_EQ(r, nullptr);
 }
 
 TEST_F(ResourceTest, NewPoolWithMaxSizeRunsOutCleanly) {
   cumem_pool_options_t o = CUMEM_POOL_OPTIONS_INIT;
-  o.use_default_pool = CUMEM_FALSE;
+  o.new_pool = CUMEM_TRUE;
   o.max_size = 64u << 20;
-  o.release_threshold = 0;
+  o.release_all_unused = CUMEM_TRUE;
   cumem_resource_t* r = nullptr;
   CUMEM_ASSERT_OK(cumem_device_resource_create(device, &o, &r));
   cumem_buffer_t* a = nullptr;
@@ -125,7 +176,7 @@ TEST_F(ResourceTest, OutOfMemoryOnTheDefaultPool) {
 
 TEST_F(ResourceTest, StreamOrderedCloseIsReusedOnTheSameStream) {
   cumem_pool_options_t o = CUMEM_POOL_OPTIONS_INIT;
-  o.use_default_pool = CUMEM_FALSE;
+  o.new_pool = CUMEM_TRUE;
   cumem_resource_t* r = nullptr;
   CUMEM_ASSERT_OK(cumem_device_resource_create(device, &o, &r));
   cumem_stream_t* s = nullptr;
@@ -153,7 +204,7 @@ TEST_F(ResourceTest, StreamOrderedCloseIsReusedOnTheSameStream) {
 
 TEST_F(ResourceTest, PoolAttributesResetTrimAndSet) {
   cumem_pool_options_t o = CUMEM_POOL_OPTIONS_INIT;
-  o.use_default_pool = CUMEM_FALSE;
+  o.new_pool = CUMEM_TRUE;
   cumem_resource_t* r = nullptr;
   CUMEM_ASSERT_OK(cumem_device_resource_create(device, &o, &r));
   void* raw = nullptr;
@@ -166,7 +217,7 @@ TEST_F(ResourceTest, PoolAttributesResetTrimAndSet) {
   CUMEM_ASSERT_OK(cumem_device_synchronize(device));
   a = attributes(r);
   EXPECT_EQ(a.used_mem_current, 0u);
-  EXPECT_GE(a.reserved_mem_current, 32u << 20) << "release threshold UINT64_MAX keeps memory";
+  EXPECT_GE(a.reserved_mem_current, 32u << 20) << "the default release threshold (0: keep everything) keeps memory";
   CUMEM_ASSERT_OK(cumem_resource_pool_reset_highs(r));
   a = attributes(r);
   EXPECT_EQ(a.used_mem_high, 0u);
@@ -191,7 +242,7 @@ TEST_F(ResourceTest, IpcEnabledPool) {
   cumem_device_properties_t dp = CUMEM_DEVICE_PROPERTIES_INIT;
   CUMEM_ASSERT_OK(cumem_device_get_properties(device, &dp));
   cumem_pool_options_t o = CUMEM_POOL_OPTIONS_INIT;
-  o.use_default_pool = CUMEM_FALSE;
+  o.new_pool = CUMEM_TRUE;
   o.ipc_enabled = CUMEM_TRUE;
   cumem_resource_t* r = nullptr;
   if (!(dp.ipc_handle_types & CUMEM_IPC_HANDLE_POSIX_FD)) {
@@ -220,7 +271,7 @@ TEST_F(ResourceTest, PinnedPool) {
   cumem_resource_release(r);
 
   cumem_pool_options_t o = CUMEM_POOL_OPTIONS_INIT;
-  o.use_default_pool = CUMEM_FALSE;
+  o.new_pool = CUMEM_TRUE;
   o.max_size = 16u << 20;
   CUMEM_ASSERT_OK(cumem_pinned_resource_create(device, &o, &r));
   exercise(r, CUMEM_MEMORY_PINNED, true);
@@ -263,7 +314,7 @@ TEST_F(ResourceTest, Managed) {
   printf("managed resource from a pool: %s\n", p.is_pool ? "yes" : "no (cuMemAllocManaged)");
   exercise(r, CUMEM_MEMORY_MANAGED, true);
   cumem_resource_release(r);
-  o.use_pool = CUMEM_FALSE;
+  o.disable_pool = CUMEM_TRUE;
   CUMEM_ASSERT_OK(cumem_managed_resource_create(device, &o, &r));
   EXPECT_EQ(props(r).is_pool, CUMEM_FALSE);
   exercise(r, CUMEM_MEMORY_MANAGED, true);

@@ -65,7 +65,7 @@ class DLDeviceType:
     kDLCUDAManaged = 13
 
 
-MEMORY_KINDS = {1: "host", 2: "device", 3: "pinned", 4: "managed"}
+MEMORY_KINDS = {0: "host", 1: "device", 2: "pinned", 3: "managed"}  # cumem_memory_kind_t
 
 
 class _Handle:
@@ -158,7 +158,8 @@ class Resource(_Handle):
         self._keep = keep  # what the resource was made from (devices, upstreams)
 
     @classmethod
-    def host(cls, alignment=64):
+    def host(cls, alignment=0):
+        """Pageable host memory; alignment 0 is the default, 64."""
         o = _lib.HostResourceOptions(ctypes.sizeof(_lib.HostResourceOptions), 0, alignment)
         return cls(_out(lib.cumem_host_resource_create, ctypes.byref(o)))
 

@@ -169,9 +169,9 @@ class Buffer(_Handle):
 
     def __dlpack_device__(self):
         i = self.info()
-        return {1: (DLDeviceType.kDLCPU, 0), 2: (DLDeviceType.kDLCUDA, max(i.device_id, 0)),
-                3: (DLDeviceType.kDLCUDAHost, max(i.device_id, 0)),
-                4: (DLDeviceType.kDLCUDAManaged, max(i.device_id, 0))}[i.memory_kind]
+        return {0: (DLDeviceType.kDLCPU, 0), 1: (DLDeviceType.kDLCUDA, max(i.device_id, 0)),
+                2: (DLDeviceType.kDLCUDAHost, max(i.device_id, 0)),
+                3: (DLDeviceType.kDLCUDAManaged, max(i.device_id, 0))}[i.memory_kind]
 
     def to_dlpack(self, dtype=None, shape=None, strides=None, byte_offset=0, device_type=0,
                   read_only=False, versioned=True):

@@ -73,12 +73,12 @@ class BufferInfo(ctypes.Structure):
                 ("ptr", ctypes.c_void_p), ("size", ctypes.c_uint64),
                 ("memory_kind", ctypes.c_int32), ("device_accessible", ctypes.c_uint32),
                 ("host_accessible", ctypes.c_uint32), ("is_slice", ctypes.c_uint32),
-                ("owns_memory", ctypes.c_uint32)]
+                ("owns_memory", ctypes.c_uint32), ("reserved0", ctypes.c_uint32)]
 
 
 class HostResourceOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("reserved0", ctypes.c_uint32),
-                ("alignment", ctypes.c_size_t)]
+                ("alignment", ctypes.c_uint64)]
 
 
 class DlpackOptions(ctypes.Structure):
@@ -124,8 +124,8 @@ for _name, _res, _args in [
     ("cumem_caching_resource_create", _S, [V, c_void_pp]),
     ("cumem_caching_resource_get_statistics", _S, [V, ctypes.POINTER(CachingStatistics)]),
     ("cumem_caching_resource_release_cached", _S, [V]),
-    ("cumem_caching_resource_trim", _S, [V, ctypes.c_size_t]),
-    ("cumem_aligned_resource_create", _S, [V, ctypes.c_size_t, c_void_pp]),
+    ("cumem_caching_resource_trim", _S, [V, ctypes.c_uint64]),
+    ("cumem_aligned_resource_create", _S, [V, ctypes.c_uint64, c_void_pp]),
     ("cumem_limit_resource_create", _S, [V, ctypes.c_uint64, c_void_pp]),
     ("cumem_resource_release", _S, [V]),
     ("cumem_resource_retain", _S, [V]),

@@ -94,10 +94,10 @@ pub const CUMEM_LOCATION_HOST_NUMA: cumem_location_type_t = 3;
 pub const CUMEM_LOCATION_HOST_NUMA_CURRENT: cumem_location_type_t = 4;
 
 pub type cumem_memory_kind_t = i32;
-pub const CUMEM_MEMORY_HOST: cumem_memory_kind_t = 1;
-pub const CUMEM_MEMORY_DEVICE: cumem_memory_kind_t = 2;
-pub const CUMEM_MEMORY_PINNED: cumem_memory_kind_t = 3;
-pub const CUMEM_MEMORY_MANAGED: cumem_memory_kind_t = 4;
+pub const CUMEM_MEMORY_HOST: cumem_memory_kind_t = 0;
+pub const CUMEM_MEMORY_DEVICE: cumem_memory_kind_t = 1;
+pub const CUMEM_MEMORY_PINNED: cumem_memory_kind_t = 2;
+pub const CUMEM_MEMORY_MANAGED: cumem_memory_kind_t = 3;
 
 pub const CUMEM_IPC_HANDLE_POSIX_FD: u32 = 0x1;
 pub const CUMEM_IPC_HANDLE_FABRIC: u32 = 0x8;
@@ -179,6 +179,8 @@ pub struct cumem_device_properties_t {
     pub max_threads_per_block: i32,
     pub max_shared_memory_per_block_optin: i32,
     pub cluster_launch: cumem_bool_t,
+    /// Written as 0.
+    pub reserved0: u32,
 }
 impl Default for cumem_device_properties_t {
     /// CUMEM_DEVICE_PROPERTIES_INIT.
@@ -197,13 +199,14 @@ impl Default for cumem_device_properties_t {
             managed_memory: 0,
             concurrent_managed_access: 0,
             virtual_memory_management: 0,
-            host_numa_id: -1,
+            host_numa_id: 0,
             pci_domain_id: 0,
             pci_bus_id: 0,
             pci_device_id: 0,
             max_threads_per_block: 0,
             max_shared_memory_per_block_optin: 0,
             cluster_launch: 0,
+            reserved0: 0,
         }
     }
 }
@@ -212,7 +215,8 @@ impl Default for cumem_device_properties_t {
 #[derive(Clone, Copy, Debug)]
 pub struct cumem_stream_options_t {
     pub struct_size: u32,
-    pub nonblocking: cumem_bool_t,
+    /// Synchronises with the legacy default stream; default false (non-blocking).
+    pub blocking: cumem_bool_t,
     pub priority: i32,
     pub priority_mode: cumem_priority_mode_t,
 }
@@ -221,7 +225,7 @@ impl Default for cumem_stream_options_t {
     fn default() -> Self {
         Self {
             struct_size: struct_size::<Self>(),
-            nonblocking: CUMEM_TRUE,
+            blocking: CUMEM_FALSE,
             priority: 0,
             priority_mode: CUMEM_PRIORITY_CLAMP,
         }
@@ -269,7 +273,7 @@ impl Default for cumem_resource_properties_t {
             kind: 0,
             device_accessible: 0,
             host_accessible: 0,
-            device_id: -1,
+            device_id: 0,
             is_stream_ordered: 0,
             is_pool: 0,
             ipc_enabled: 0,
@@ -306,13 +310,15 @@ impl Default for cumem_resource_statistics_t {
 #[derive(Clone, Copy, Debug)]
 pub struct cumem_host_resource_options_t {
     pub struct_size: u32,
+    /// Must be 0.
     pub reserved0: u32,
-    pub alignment: usize,
+    /// 0: the default, 64.
+    pub alignment: u64,
 }
 impl Default for cumem_host_resource_options_t {
     /// CUMEM_HOST_RESOURCE_OPTIONS_INIT.
     fn default() -> Self {
-        Self { struct_size: struct_size::<Self>(), reserved0: 0, alignment: 64 }
+        Self { struct_size: struct_size::<Self>(), reserved0: 0, alignment: 0 }
     }
 }
 
@@ -320,10 +326,16 @@ impl Default for cumem_host_resource_options_t {
 #[derive(Clone, Copy, Debug)]
 pub struct cumem_pool_options_t {
     pub struct_size: u32,
-    pub use_default_pool: cumem_bool_t,
+    /// Create a new pool; default false: the default pool.
+    pub new_pool: cumem_bool_t,
+    /// 0: the default, keep everything.
     pub release_threshold: u64,
     pub max_size: u64,
     pub ipc_enabled: cumem_bool_t,
+    /// Keep nothing reserved (the driver's threshold 0).
+    pub release_all_unused: cumem_bool_t,
+    /// Pinned kind: place the pool on host_numa_id; default false: any node.
+    pub use_host_numa_id: cumem_bool_t,
     pub host_numa_id: i32,
 }
 impl Default for cumem_pool_options_t {
@@ -331,11 +343,13 @@ impl Default for cumem_pool_options_t {
     fn default() -> Self {
         Self {
             struct_size: struct_size::<Self>(),
-            use_default_pool: CUMEM_TRUE,
-            release_threshold: u64::MAX,
+            new_pool: CUMEM_FALSE,
+            release_threshold: 0,
             max_size: 0,
             ipc_enabled: CUMEM_FALSE,
-            host_numa_id: -1,
+            release_all_unused: CUMEM_FALSE,
+            use_host_numa_id: CUMEM_FALSE,
+            host_numa_id: 0,
         }
     }
 }
@@ -345,7 +359,8 @@ impl Default for cumem_pool_options_t {
 pub struct cumem_managed_resource_options_t {
     pub struct_size: u32,
     pub preferred_location: cumem_location_t,
-    pub use_pool: cumem_bool_t,
+    /// cuMemAllocManaged even where a managed pool exists; default false.
+    pub disable_pool: cumem_bool_t,
 }
 impl Default for cumem_managed_resource_options_t {
     /// CUMEM_MANAGED_RESOURCE_OPTIONS_INIT.
@@ -353,7 +368,7 @@ impl Default for cumem_managed_resource_options_t {
         Self {
             struct_size: struct_size::<Self>(),
             preferred_location: cumem_location_t { type_: CUMEM_LOCATION_NONE, id: 0 },
-            use_pool: CUMEM_TRUE,
+            disable_pool: CUMEM_FALSE,
         }
     }
 }
@@ -421,7 +436,7 @@ impl Default for cumem_resource_callbacks_t {
             destroy: None,
             user_data: core::ptr::null_mut(),
             device_accessible: CUMEM_FALSE,
-            host_accessible: CUMEM_TRUE,
+            host_accessible: CUMEM_FALSE,
             stream_ordered: CUMEM_FALSE,
             reserved0: 0,
         }
@@ -470,20 +485,23 @@ pub struct cumem_buffer_info_t {
     pub host_accessible: cumem_bool_t,
     pub is_slice: cumem_bool_t,
     pub owns_memory: cumem_bool_t,
+    /// Written as 0.
+    pub reserved0: u32,
 }
 impl Default for cumem_buffer_info_t {
     /// CUMEM_BUFFER_INFO_INIT.
     fn default() -> Self {
         Self {
             struct_size: struct_size::<Self>(),
-            device_id: -1,
+            device_id: 0,
             ptr: core::ptr::null_mut(),
             size: 0,
-            memory_kind: 0,
+            memory_kind: CUMEM_MEMORY_HOST,
             device_accessible: 0,
             host_accessible: 0,
             is_slice: 0,
             owns_memory: 0,
+            reserved0: 0,
         }
     }
 }
@@ -541,10 +559,10 @@ pub struct cumem_program_options_t {
     pub code_type: cumem_code_type_t,
     pub arch: *const c_char,
     pub options: *const *const c_char,
-    pub num_options: u32,
     pub name_expressions: *const *const c_char,
-    pub num_name_expressions: u32,
     pub name: *const c_char,
+    pub num_options: u32,
+    pub num_name_expressions: u32,
 }
 impl Default for cumem_program_options_t {
     /// CUMEM_PROGRAM_OPTIONS_INIT.
@@ -554,10 +572,10 @@ impl Default for cumem_program_options_t {
             code_type: CUMEM_CODE_CUBIN,
             arch: core::ptr::null(),
             options: core::ptr::null(),
-            num_options: 0,
             name_expressions: core::ptr::null(),
-            num_name_expressions: 0,
             name: core::ptr::null(),
+            num_options: 0,
+            num_name_expressions: 0,
         }
     }
 }
@@ -606,8 +624,8 @@ impl Default for cumem_launch_config_t {
     fn default() -> Self {
         Self {
             struct_size: struct_size::<Self>(),
-            grid: [1, 1, 1],
-            block: [1, 1, 1],
+            grid: [0, 0, 0],
+            block: [0, 0, 0],
             shared_memory_bytes: 0,
             cluster: [0, 0, 0],
         }
@@ -763,10 +781,10 @@ extern "C" {
         stats: *mut cumem_caching_statistics_t,
     ) -> cumem_status_t;
     pub fn cumem_caching_resource_release_cached(resource: *mut cumem_resource_t) -> cumem_status_t;
-    pub fn cumem_caching_resource_trim(resource: *mut cumem_resource_t, keep_bytes: usize) -> cumem_status_t;
+    pub fn cumem_caching_resource_trim(resource: *mut cumem_resource_t, keep_bytes: u64) -> cumem_status_t;
     pub fn cumem_aligned_resource_create(
         upstream: *mut cumem_resource_t,
-        alignment: usize,
+        alignment: u64,
         out_resource: *mut *mut cumem_resource_t,
     ) -> cumem_status_t;
     pub fn cumem_tracking_resource_create(

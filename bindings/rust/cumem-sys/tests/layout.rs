@@ -53,10 +53,10 @@ fn layouts() -> Vec<Layout> {
             pci_domain_id => pci_domain_id, pci_bus_id => pci_bus_id, pci_device_id => pci_device_id,
             max_threads_per_block => max_threads_per_block,
             max_shared_memory_per_block_optin => max_shared_memory_per_block_optin,
-            cluster_launch => cluster_launch,
+            cluster_launch => cluster_launch, reserved0 => reserved0,
         }),
         layout!(cumem_stream_options_t {
-            struct_size => struct_size, nonblocking => nonblocking, priority => priority,
+            struct_size => struct_size, blocking => blocking, priority => priority,
             priority_mode => priority_mode,
         }),
         layout!(cumem_event_options_t {
@@ -78,12 +78,13 @@ fn layouts() -> Vec<Layout> {
             struct_size => struct_size, reserved0 => reserved0, alignment => alignment,
         }),
         layout!(cumem_pool_options_t {
-            struct_size => struct_size, use_default_pool => use_default_pool,
+            struct_size => struct_size, new_pool => new_pool,
             release_threshold => release_threshold, max_size => max_size,
-            ipc_enabled => ipc_enabled, host_numa_id => host_numa_id,
+            ipc_enabled => ipc_enabled, release_all_unused => release_all_unused,
+            use_host_numa_id => use_host_numa_id, host_numa_id => host_numa_id,
         }),
         layout!(cumem_managed_resource_options_t {
-            struct_size => struct_size, preferred_location => preferred_location, use_pool => use_pool,
+            struct_size => struct_size, preferred_location => preferred_location, disable_pool => disable_pool,
         }),
         layout!(cumem_caching_statistics_t {
             struct_size => struct_size, reserved0 => reserved0, bytes_cached => bytes_cached,
@@ -110,6 +111,7 @@ fn layouts() -> Vec<Layout> {
             struct_size => struct_size, device_id => device_id, ptr => ptr, size => size,
             memory_kind => memory_kind, device_accessible => device_accessible,
             host_accessible => host_accessible, is_slice => is_slice, owns_memory => owns_memory,
+            reserved0 => reserved0,
         }),
         layout!(cumem_dlpack_options_t {
             struct_size => struct_size, dtype_code => dtype_code, dtype_bits => dtype_bits,
@@ -121,8 +123,8 @@ fn layouts() -> Vec<Layout> {
         layout!(cumem_ipc_event_handle_t { bytes => bytes }),
         layout!(cumem_program_options_t {
             struct_size => struct_size, code_type => code_type, arch => arch, options => options,
-            num_options => num_options, name_expressions => name_expressions,
-            num_name_expressions => num_name_expressions, name => name,
+            name_expressions => name_expressions, name => name, num_options => num_options,
+            num_name_expressions => num_name_expressions,
         }),
         layout!(cumem_kernel_attributes_t {
             struct_size => struct_size, max_threads_per_block => max_threads_per_block,
@@ -259,30 +261,59 @@ fn sizes_alignments_and_offsets_match_the_c_compiler() {
     assert_eq!(checked, c.len());
 }
 
+/// The bytes of a struct (every public struct is free of padding).
+fn bytes_of<T>(t: &T) -> Vec<u8> {
+    // SAFETY: T is a plain #[repr(C)] struct with no padding, so every byte
+    // is initialised.
+    unsafe { std::slice::from_raw_parts((t as *const T).cast::<u8>(), size_of::<T>()).to_vec() }
+}
+
+/// All zero but struct_size: what "zero means default" says the defaults are.
+fn zero_filled<T>() -> Vec<u8> {
+    let mut v = vec![0u8; size_of::<T>()];
+    v[..4].copy_from_slice(&(size_of::<T>() as u32).to_ne_bytes());
+    v
+}
+
+/// The struct an _init() function fills, over memory that held garbage.
+fn from_init<T>(init: unsafe extern "C" fn(*mut T)) -> Vec<u8> {
+    let mut m = MaybeUninit::<T>::uninit();
+    // SAFETY: a valid pointer to writable memory of T's size; init fills
+    // every field, and T has no padding.
+    unsafe {
+        std::ptr::write_bytes(m.as_mut_ptr().cast::<u8>(), 0xA5, size_of::<T>());
+        init(m.as_mut_ptr());
+        bytes_of(&m.assume_init())
+    }
+}
+
 #[test]
-fn defaults_set_struct_size_like_the_init_macros() {
-    assert_eq!(cumem_buffer_info_t::default().struct_size as usize, size_of::<cumem_buffer_info_t>());
-    assert_eq!(cumem_buffer_info_t::default().device_id, -1);
-    assert_eq!(cumem_pool_options_t::default().release_threshold, u64::MAX);
-    assert_eq!(cumem_launch_config_t::default().grid, [1, 1, 1]);
-    // The library's own _init() functions agree with the Rust defaults.
-    let mut c = MaybeUninit::<cumem_stream_options_t>::zeroed();
-    let mut h = MaybeUninit::<cumem_host_resource_options_t>::zeroed();
-    let mut p = MaybeUninit::<cumem_pool_options_t>::zeroed();
-    // SAFETY: valid pointers to writable structs of the header's layout.
-    let (c, h, p) = unsafe {
-        cumem_stream_options_init(c.as_mut_ptr());
-        cumem_host_resource_options_init(h.as_mut_ptr());
-        cumem_pool_options_init(p.as_mut_ptr());
-        (c.assume_init(), h.assume_init(), p.assume_init())
-    };
-    let d = cumem_stream_options_t::default();
-    assert_eq!((c.struct_size, c.nonblocking, c.priority, c.priority_mode),
-               (d.struct_size, d.nonblocking, d.priority, d.priority_mode));
-    assert_eq!((h.struct_size as usize, h.alignment), (size_of::<cumem_host_resource_options_t>(), 64));
-    let d = cumem_pool_options_t::default();
-    assert_eq!((p.struct_size, p.use_default_pool, p.release_threshold, p.max_size, p.ipc_enabled, p.host_numa_id),
-               (d.struct_size, d.use_default_pool, d.release_threshold, d.max_size, d.ipc_enabled, d.host_numa_id));
+fn defaults_init_functions_and_zero_filled_structs_are_the_same_bytes() {
+    macro_rules! same {
+        ($t:ty) => {
+            assert_eq!(bytes_of(&<$t>::default()), zero_filled::<$t>(), "{}::default()", stringify!($t));
+        };
+        ($t:ty, $init:ident) => {
+            same!($t);
+            assert_eq!(from_init($init), zero_filled::<$t>(), "{}", stringify!($init));
+        };
+    }
+    same!(cumem_stream_options_t, cumem_stream_options_init);
+    same!(cumem_event_options_t, cumem_event_options_init);
+    same!(cumem_host_resource_options_t, cumem_host_resource_options_init);
+    same!(cumem_pool_options_t, cumem_pool_options_init);
+    same!(cumem_managed_resource_options_t, cumem_managed_resource_options_init);
+    same!(cumem_program_options_t, cumem_program_options_init);
+    same!(cumem_launch_config_t, cumem_launch_config_init);
+    same!(cumem_dlpack_options_t, cumem_dlpack_options_init);
+    same!(cumem_resource_callbacks_t);
+    same!(cumem_pool_attributes_t);
+    same!(cumem_device_properties_t);
+    same!(cumem_resource_properties_t);
+    same!(cumem_resource_statistics_t);
+    same!(cumem_caching_statistics_t);
+    same!(cumem_buffer_info_t);
+    same!(cumem_kernel_attributes_t);
 }
 
 #[test]

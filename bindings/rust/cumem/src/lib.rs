@@ -316,9 +316,11 @@ impl Resource {
         Self::make(|out| unsafe { sys::cumem_host_resource_create(ptr::null(), out) })
     }
 
-    /// Pageable host memory with `alignment` (a power of two, 8 to 2 MiB).
+    /// Pageable host memory with `alignment` (a power of two, 8 to 2 MiB;
+    /// 0 is the default, 64).
     pub fn host_aligned(alignment: usize) -> Result<Resource> {
-        let options = sys::cumem_host_resource_options_t { alignment, ..Default::default() };
+        let options =
+            sys::cumem_host_resource_options_t { alignment: alignment as u64, ..Default::default() };
         // SAFETY: options initialised as CUMEM_HOST_RESOURCE_OPTIONS_INIT.
         Self::make(|out| unsafe { sys::cumem_host_resource_create(&options, out) })
     }
@@ -355,14 +357,14 @@ impl Resource {
 
     /// The aligned adaptor: every allocation starts at a multiple of
     /// `alignment` (a power of two up to 1 GiB).
-    pub fn aligned(upstream: &Resource, alignment: usize) -> Result<Resource> {
+    pub fn aligned(upstream: &Resource, alignment: u64) -> Result<Resource> {
         // SAFETY: live upstream; libcumem takes its own reference.
         Self::make(|out| unsafe { sys::cumem_aligned_resource_create(upstream.raw.as_ptr(), alignment, out) })
     }
 
     /// A caching adaptor gives cached blocks back to its upstream until at
     /// most `keep_bytes` stay cached, then trims a pool upstream.
-    pub fn trim_cache(&self, keep_bytes: usize) -> Result<()> {
+    pub fn trim_cache(&self, keep_bytes: u64) -> Result<()> {
         // SAFETY: live resource.
         check(unsafe { sys::cumem_caching_resource_trim(self.raw.as_ptr(), keep_bytes) })
     }

@@ -1,0 +1,231 @@
+// "Zero means default" (cumem.h conventions): every _INIT macro and every
+// _init() function gives the bytes of a zero-filled struct whose struct_size
+// is sizeof(the struct); a zero-filled struct with struct_size set works as
+// the defaults where a host test can see it; a struct left fully zero
+// (struct_size 0) is refused with a message that says what to do; reserved
+// fields of structs the library reads must be 0.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "test_util.hpp"
+
+namespace {
+
+// A struct as an FFI constructor makes it (all zero) once struct_size is set.
+template <class T>
+T zero_filled() {
+  T t;
+  std::memset(static_cast<void*>(&t), 0, sizeof t);
+  t.struct_size = static_cast<uint32_t>(sizeof t);
+  return t;
+}
+
+// Compares bytes: every public struct is free of padding, so the bytes of
+// an initialised struct are all its fields' bytes.
+template <class T>
+::testing::AssertionResult same_bytes(const T& a, const T& b) {
+  const auto* pa = reinterpret_cast<const unsigned char*>(&a);
+  const auto* pb = reinterpret_cast<const unsigned char*>(&b);
+  for (size_t i = 0; i < sizeof(T); ++i)
+    if (pa[i] != pb[i])
+      return ::testing::AssertionFailure() << "byte " << i << " differs: " << int(pa[i])
+                                           << " != " << int(pb[i]);
+  return ::testing::AssertionSuccess();
+}
+
+// The result of an _init() function over memory that held garbage before.
+template <class T>
+T from_init(void (*init)(T*)) {
+  T t;
+  std::memset(static_cast<void*>(&t), 0xA5, sizeof t);
+  init(&t);
+  return t;
+}
+
+TEST(ZeroDefaults, InitFunctionsGiveZeroFilledStructs) {
+  EXPECT_TRUE(same_bytes(from_init(cumem_stream_options_init), zero_filled<cumem_stream_options_t>()));
+  EXPECT_TRUE(same_bytes(from_init(cumem_event_options_init), zero_filled<cumem_event_options_t>()));
+  EXPECT_TRUE(same_bytes(from_init(cumem_host_resource_options_init),
+                         zero_filled<cumem_host_resource_options_t>()));
+  EXPECT_TRUE(same_bytes(from_init(cumem_pool_options_init), zero_filled<cumem_pool_options_t>()));
+  EXPECT_TRUE(same_bytes(from_init(cumem_managed_resource_options_init),
+                         zero_filled<cumem_managed_resource_options_t>()));
+  EXPECT_TRUE(same_bytes(from_init(cumem_program_options_init), zero_filled<cumem_program_options_t>()));
+  EXPECT_TRUE(same_bytes(from_init(cumem_launch_config_init), zero_filled<cumem_launch_config_t>()));
+  EXPECT_TRUE(same_bytes(from_init(cumem_dlpack_options_init), zero_filled<cumem_dlpack_options_t>()));
+}
+
+// Each macro into memory that held garbage before, so that a field the
+// macro left out would show.
+#define CUMEM_FROM_MACRO(T, MACRO)                                  \
+  [] {                                                              \
+    T t;                                                            \
+    std::memset(static_cast<void*>(&t), 0xA5, sizeof t);            \
+    t = T MACRO;                                                    \
+    return t;                                                       \
+  }()
+
+TEST(ZeroDefaults, InitMacrosGiveZeroFilledStructs) {
+  // Options and the structs read as options.
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_stream_options_t, CUMEM_STREAM_OPTIONS_INIT),
+                         zero_filled<cumem_stream_options_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_event_options_t, CUMEM_EVENT_OPTIONS_INIT),
+                         zero_filled<cumem_event_options_t>()));
+  EXPECT_TRUE(same_bytes(
+      CUMEM_FROM_MACRO(cumem_host_resource_options_t, CUMEM_HOST_RESOURCE_OPTIONS_INIT),
+      zero_filled<cumem_host_resource_options_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_pool_options_t, CUMEM_POOL_OPTIONS_INIT),
+                         zero_filled<cumem_pool_options_t>()));
+  EXPECT_TRUE(same_bytes(
+      CUMEM_FROM_MACRO(cumem_managed_resource_options_t, CUMEM_MANAGED_RESOURCE_OPTIONS_INIT),
+      zero_filled<cumem_managed_resource_options_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_program_options_t, CUMEM_PROGRAM_OPTIONS_INIT),
+                         zero_filled<cumem_program_options_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_launch_config_t, CUMEM_LAUNCH_CONFIG_INIT),
+                         zero_filled<cumem_launch_config_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_dlpack_options_t, CUMEM_DLPACK_OPTIONS_INIT),
+                         zero_filled<cumem_dlpack_options_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_resource_callbacks_t, CUMEM_RESOURCE_CALLBACKS_INIT),
+                         zero_filled<cumem_resource_callbacks_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_pool_attributes_t, CUMEM_POOL_ATTRIBUTES_INIT),
+                         zero_filled<cumem_pool_attributes_t>()));
+  // Out structs.
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_device_properties_t, CUMEM_DEVICE_PROPERTIES_INIT),
+                         zero_filled<cumem_device_properties_t>()));
+  EXPECT_TRUE(same_bytes(
+      CUMEM_FROM_MACRO(cumem_resource_properties_t, CUMEM_RESOURCE_PROPERTIES_INIT),
+      zero_filled<cumem_resource_properties_t>()));
+  EXPECT_TRUE(same_bytes(
+      CUMEM_FROM_MACRO(cumem_resource_statistics_t, CUMEM_RESOURCE_STATISTICS_INIT),
+      zero_filled<cumem_resource_statistics_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_caching_statistics_t, CUMEM_CACHING_STATISTICS_INIT),
+                         zero_filled<cumem_caching_statistics_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_buffer_info_t, CUMEM_BUFFER_INFO_INIT),
+                         zero_filled<cumem_buffer_info_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_kernel_attributes_t, CUMEM_KERNEL_ATTRIBUTES_INIT),
+                         zero_filled<cumem_kernel_attributes_t>()));
+}
+
+// The enum values that are the defaults are 0.
+TEST(ZeroDefaults, DefaultEnumValuesAreZero) {
+  EXPECT_EQ(static_cast<int>(CUMEM_PRIORITY_CLAMP), 0);
+  EXPECT_EQ(static_cast<int>(CUMEM_CODE_CUBIN), 0);
+  EXPECT_EQ(static_cast<int>(CUMEM_LOCATION_NONE), 0);
+  EXPECT_EQ(static_cast<int>(CUMEM_MEMORY_HOST), 0);
+}
+
+TEST(ZeroDefaults, ZeroFilledStructIsRefusedWithAClearMessage) {
+  cumem_host_resource_options_t options;
+  std::memset(&options, 0, sizeof options);
+  cumem_resource_t* resource = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_host_resource_create(&options, &resource), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "argument 'options' (cumem_host_resource_options_t) has struct_size 0: the "
+                     "struct looks zero-filled");
+  const std::string message = cumem_last_error_message();
+  EXPECT_NE(message.find("set struct_size to sizeof(cumem_host_resource_options_t) (" +
+                         std::to_string(sizeof options) + " bytes"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("cumem_host_resource_options_init()"), std::string::npos) << message;
+  EXPECT_EQ(resource, nullptr);
+
+  // An out struct: the message names its _INIT macro.
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &resource));
+  cumem_resource_statistics_t stats;
+  std::memset(&stats, 0, sizeof stats);
+  CUMEM_EXPECT_ERROR(cumem_resource_get_statistics(resource, &stats), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "looks zero-filled");
+  EXPECT_NE(std::string(cumem_last_error_message()).find("CUMEM_RESOURCE_STATISTICS_INIT"),
+            std::string::npos)
+      << cumem_last_error_message();
+  CUMEM_ASSERT_OK(cumem_resource_release(resource));
+}
+
+// Host resource: zero alignment is the default 64.
+TEST(ZeroDefaults, HostResourceZeroFilledOptionsAreTheDefaults) {
+  const auto options = zero_filled<cumem_host_resource_options_t>();
+  cumem_resource_t* resource = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(&options, &resource));
+  for (size_t size : {1u, 3u, 100u, 4097u}) {
+    void* p = nullptr;
+    CUMEM_ASSERT_OK(cumem_resource_allocate_raw(resource, size, nullptr, &p));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << "size " << size;
+    CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(resource, p, size, nullptr));
+  }
+  CUMEM_ASSERT_OK(cumem_resource_release(resource));
+
+  auto wide = options;
+  wide.alignment = 4096;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(&wide, &resource));
+  void* p = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(resource, 10, nullptr, &p));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(resource, p, 10, nullptr));
+  CUMEM_ASSERT_OK(cumem_resource_release(resource));
+}
+
+TEST(ZeroDefaults, ReservedFieldsMustBeZero) {
+  auto options = zero_filled<cumem_host_resource_options_t>();
+  options.reserved0 = 7;
+  cumem_resource_t* resource = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_host_resource_create(&options, &resource), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "options->reserved0 is 7; reserved fields must be 0");
+  EXPECT_EQ(resource, nullptr);
+}
+
+int32_t host_allocate(size_t size, void*, void*, void** out_ptr) {
+  *out_ptr = std::malloc(size == 0 ? 1 : size);
+  return *out_ptr ? 0 : 1;
+}
+void host_deallocate(void* ptr, size_t, void*, void*) { std::free(ptr); }
+
+cumem_resource_properties_t properties_of(const cumem_resource_t* resource) {
+  cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
+  EXPECT_EQ(cumem_resource_get_properties(resource, &p), CUMEM_SUCCESS) << cumem_last_error_message();
+  return p;
+}
+
+// Callbacks: zero is host memory, host-accessible only, freed at once.
+TEST(ZeroDefaults, CallbackResourceZeroFilledIsHostMemory) {
+  auto callbacks = zero_filled<cumem_resource_callbacks_t>();
+  cumem_resource_t* resource = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_callback_resource_create(nullptr, &callbacks, &resource),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "must not be NULL");
+  callbacks.allocate = host_allocate;
+  callbacks.deallocate = host_deallocate;
+  CUMEM_ASSERT_OK(cumem_callback_resource_create(nullptr, &callbacks, &resource));
+  const auto p = properties_of(resource);
+  EXPECT_EQ(p.host_accessible, CUMEM_TRUE);
+  EXPECT_EQ(p.device_accessible, CUMEM_FALSE);
+  EXPECT_EQ(p.is_stream_ordered, CUMEM_FALSE);
+  cumem_buffer_t* buffer = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(resource, 16, nullptr, &buffer));
+  cumem_buffer_info_t info = CUMEM_BUFFER_INFO_INIT;
+  CUMEM_ASSERT_OK(cumem_buffer_get_info(buffer, &info));
+  EXPECT_EQ(info.memory_kind, CUMEM_MEMORY_HOST);
+  EXPECT_EQ(info.reserved0, 0u);
+  CUMEM_ASSERT_OK(cumem_buffer_release(buffer));
+  CUMEM_ASSERT_OK(cumem_resource_release(resource));
+
+  // device_accessible adds the device to host memory's own access.
+  callbacks.device_accessible = CUMEM_TRUE;
+  CUMEM_ASSERT_OK(cumem_callback_resource_create(nullptr, &callbacks, &resource));
+  const auto both = properties_of(resource);
+  EXPECT_EQ(both.host_accessible, CUMEM_TRUE);
+  EXPECT_EQ(both.device_accessible, CUMEM_TRUE);
+  CUMEM_ASSERT_OK(cumem_resource_release(resource));
+
+  callbacks.device_accessible = CUMEM_FALSE;
+  callbacks.reserved0 = 1;
+  CUMEM_EXPECT_ERROR(cumem_callback_resource_create(nullptr, &callbacks, &resource),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "callbacks->reserved0 is 1");
+  callbacks.reserved0 = 0;
+  callbacks.memory_kind = static_cast<cumem_memory_kind_t>(4);
+  CUMEM_EXPECT_ERROR(cumem_callback_resource_create(nullptr, &callbacks, &resource),
+                     CUMEM_ERROR_INVALID_ARGUMENT,
+                     "callbacks->memory_kind 4 is not a cumem_memory_kind_t");
+}
+
+}  // namespace
