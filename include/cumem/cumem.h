@@ -153,7 +153,7 @@
 #define CUMEM_VERSION_MAJOR 1
 #define CUMEM_VERSION_MINOR 0
 #define CUMEM_VERSION_PATCH 0
-/** The library's ABI major, equal to CUMEM_VERSION_MAJOR: the SONAME is libcumem.so.<CUMEM_ABI_VERSION>. */
+/** The library's ABI major, equal to CUMEM_VERSION_MAJOR: the SONAME is libcumem.so.N for N = CUMEM_ABI_VERSION. */
 #define CUMEM_ABI_VERSION 1
 #define CUMEM_MAKE_VERSION(major, minor, patch) \
   ((major) * 10000 + (minor) * 100 + (patch))
@@ -177,6 +177,8 @@ extern "C" {
 /** Returns CUMEM_VERSION_NUMBER of the library loaded at run time. Never fails. */
 CUMEM_API uint32_t cumem_version(void);
 
+/** The function table of cumem_get_api; its members are in cumem/cumem_api.h. */
+typedef struct cumem_api_t cumem_api_t;
 /** Every other function of this header as one table of function pointers,
  *  for plugins and loaders that do not link libcumem (cumem_api_t and its
  *  PFN_ types are in cumem/cumem_api.h). `version` is the table version
@@ -185,7 +187,6 @@ CUMEM_API uint32_t cumem_version(void);
  *  only the members of versions up to its own. NULL for version 0 or a
  *  version newer than this library's (cumem_last_error_message says
  *  which it has). Thread-safe; never allocates. */
-typedef struct cumem_api_t cumem_api_t;
 CUMEM_API const cumem_api_t* cumem_get_api(uint32_t version);
 
 /* ------------------------------------------------------------------------ */
@@ -236,7 +237,7 @@ typedef enum cumem_status_t {
   CUMEM_STATUS_FORCE32 = 0x7FFFFFFF
 } cumem_status_t;
 
-/** The code's name, e.g. "CUMEM_ERROR_OUT_OF_MEMORY"; "CUMEM_STATUS_UNKNOWN"
+/** The code's name, such as "CUMEM_ERROR_OUT_OF_MEMORY"; "CUMEM_STATUS_UNKNOWN"
  *  for a value not listed. Never NULL, never fails, static storage. */
 CUMEM_API const char* cumem_status_string(cumem_status_t status);
 
@@ -244,7 +245,7 @@ CUMEM_API const char* cumem_status_string(cumem_status_t status);
  *  failed yet. Valid until the next libcumem call on this thread. */
 CUMEM_API const char* cumem_last_error_message(void);
 
-/** The CUDA driver version (e.g. 13000 for 13.0) into *out_version.
+/** The CUDA driver version (such as 13000 for 13.0) into *out_version.
  *  CUMEM_ERROR_NO_DRIVER: libcuda.so.1 (or $CUMEM_LIBCUDA) cannot be loaded. */
 CUMEM_API cumem_status_t cumem_driver_version(int32_t* out_version);
 
@@ -881,6 +882,8 @@ CUMEM_API cumem_status_t cumem_logging_resource_create(cumem_resource_t* upstrea
  *  stream). allocate returns 0 with *out_ptr set, or anything else for out
  *  of memory. */
 typedef int32_t (*cumem_allocate_fn)(size_t size, void* stream, void* user_data, void** out_ptr);
+/** Gives back `ptr` (`size` bytes, from the allocate callback), ordered on
+ *  `stream`; the rules above apply. */
 typedef void (*cumem_deallocate_fn)(void* ptr, size_t size, void* stream, void* user_data);
 /** Called once, when the resource's last reference goes. */
 typedef void (*cumem_destroy_fn)(void* user_data);
@@ -1645,8 +1648,8 @@ typedef struct cumem_kernel_attributes_t {
   int32_t const_size_bytes;
   int32_t local_size_bytes;           /**< per thread */
   int32_t num_regs;                   /**< per thread */
-  int32_t ptx_version;                /**< e.g. 90 */
-  int32_t binary_version;             /**< e.g. 90 */
+  int32_t ptx_version;                /**< such as 90 */
+  int32_t binary_version;             /**< such as 90 */
   int32_t max_dynamic_shared_size_bytes;
 } cumem_kernel_attributes_t;
 #define CUMEM_KERNEL_ATTRIBUTES_INIT \

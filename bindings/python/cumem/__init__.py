@@ -2,7 +2,8 @@
 
 The library is found through $CUMEM_LIBRARY, next to this package, or on
 the loader's search path. Devices, streams, resources, buffers, copies and
-fills, DLPack both ways (``Buffer.__dlpack__`` / ``__dlpack_device__`` and
+fills, kernels compiled at run time and launched (``Program``,
+``launch``), DLPack both ways (``Buffer.__dlpack__`` / ``__dlpack_device__`` and
 ``from_dlpack``), and the framework allocator hook-up (``cumem.torch``,
 ``cumem.cupy``). Every failure raises ``CumemError`` with the status and
 libcumem's message.
@@ -15,7 +16,8 @@ from ._lib import lib, library_path
 __all__ = [
     "CumemError", "Device", "Stream", "Resource", "Buffer", "from_dlpack", "device_count",
     "driver_version", "version", "library_path", "set_framework_resource", "framework_resource",
-    "DLDeviceType",
+    "DLDeviceType", "Program", "Library", "Kernel", "launch", "launch_config",
+    "kernel_arguments", "nvrtc_version",
 ]
 
 _V = ctypes.c_void_p
@@ -244,3 +246,5 @@ def framework_resource(device=0):
 
 
 from ._dlpack import Buffer, from_dlpack  # noqa: E402  (needs the names above)
+from ._program import (  # noqa: E402
+    Kernel, Library, Program, kernel_arguments, launch, launch_config, nvrtc_version)

@@ -91,6 +91,12 @@ class DlpackOptions(ctypes.Structure):
                 ("read_only", ctypes.c_uint32)]
 
 
+class LaunchConfig(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("grid", ctypes.c_uint32 * 3),
+                ("block", ctypes.c_uint32 * 3), ("shared_memory_bytes", ctypes.c_uint32),
+                ("cluster", ctypes.c_uint32 * 3)]
+
+
 def _declare(name, restype, *argtypes):
     fn = getattr(lib, name)
     fn.restype = restype
@@ -148,6 +154,17 @@ for _name, _res, _args in [
     ("cumem_buffer_from_dlpack_legacy", _S, [V, c_void_pp]),
     ("cumem_framework_set_resource", _S, [ctypes.c_int32, V]),
     ("cumem_framework_get_resource", _S, [ctypes.c_int32, c_void_pp]),
+    ("cumem_buffer_ptr", _S, [V, c_void_pp]),
+    ("cumem_nvrtc_version", _S, [ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32)]),
+    ("cumem_program_compile", _S, [V, ctypes.c_char_p, V, c_void_pp]),
+    ("cumem_program_release", _S, [V]),
+    ("cumem_program_log", _S, [V, ctypes.POINTER(ctypes.c_char_p)]),
+    ("cumem_program_load", _S, [V, c_void_pp]),
+    ("cumem_library_release", _S, [V]),
+    ("cumem_library_get_kernel", _S, [V, ctypes.c_char_p, c_void_pp]),
+    ("cumem_kernel_release", _S, [V]),
+    ("cumem_launch_config_init", None, [ctypes.POINTER(LaunchConfig)]),
+    ("cumem_launch", _S, [V, V, ctypes.POINTER(LaunchConfig), ctypes.POINTER(V), ctypes.c_uint32]),
 ]:
     _declare(_name, _res, *_args)
 
