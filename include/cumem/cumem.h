@@ -798,12 +798,12 @@ CUMEM_API cumem_status_t cumem_aligned_resource_create(cumem_resource_t* upstrea
  *  driver directly is not seen (asking the driver on every call would cost
  *  more than the cached pair). Allocate captured memory from the upstream
  *  itself (a pool's allocations under capture become the graph's own).
- *  - Blocks above 1 MiB are pieces of upstream allocations (20 MiB ones
+ *  - Blocks above 256 KiB are pieces of upstream allocations (20 MiB ones
  *    for requests under 10 MiB, when the upstream has room; else of the
  *    rounded size): the smallest free piece that fits is split to the
  *    rounded size, and freed pieces merge with free neighbours freed on the
  *    same stream; an upstream allocation goes back (on release_cached) once
- *    it is free whole. A thread keeps its last 4 freed large blocks (up to
+ *    it is free whole. A thread keeps its last 8 freed large blocks (up to
  *    64 MiB) for itself until a large miss gathers every thread's; a
  *    thread's cache holds up to 64 MiB of small blocks; blocks beyond go to
  *    a cache all threads share. */

@@ -1,14 +1,14 @@
 // The caching adaptor. Rules:
 // - Sizes are rounded up: to 512 B at least, to 8 steps per power of two up
 //   to 16 MiB (at most 12.5% more), and to multiples of 2 MiB above.
-// - Small blocks (up to 1 MiB) are cached in the freeing thread's shard
+// - Small blocks (up to 256 KiB) are cached in the freeing thread's shard
 //   (thread_shard.hpp: one per live thread, so its lock is uncontended) by
 //   rounded size, and handed out again from there: an allocate + free pair
 //   takes no shared lock and writes no shared cache line. A shard keeps up
 //   to kShardCap bytes of small blocks (a small cap, so that a thread that only frees what
 //   another allocates, as PyTorch's backward pass does, hoards little); beyond that, freed blocks go to the central
 //   cache, which every thread looks in before asking the upstream.
-// - Large blocks (above 1 MiB) come from segments, each one upstream
+// - Large blocks (above 256 KiB) come from segments, each one upstream
 //   allocation: of 20 MiB for requests under 10 MiB (when the upstream has
 //   room), else of the rounded size. The central cache hands out the smallest free piece that
 //   fits, split to the rounded size; a freed piece merges with free
@@ -59,12 +59,12 @@ namespace cumem::core {
 namespace {
 
 constexpr uint64_t kMinBlock = 512;
-constexpr uint64_t kSmallLimit = uint64_t{1} << 20;
+constexpr uint64_t kSmallLimit = uint64_t{256} << 10;
 constexpr uint64_t kLargeStep = uint64_t{2} << 20;
 constexpr uint64_t kMidLimit = uint64_t{10} << 20;
 constexpr uint64_t kMidSegment = uint64_t{20} << 20;
 constexpr uint64_t kShardCap = uint64_t{64} << 20;
-constexpr size_t kThreadLarge = 4;
+constexpr size_t kThreadLarge = 8;
 constexpr int kSameStreamScan = 8;  // entries looked at for one on the same stream
 constexpr size_t kStreamsKept = 8;  // unused stream references a cache keeps
 
@@ -156,8 +156,8 @@ struct Block {
   uintptr_t key = 0;
 };
 
-// The small size classes: 512 B, then 8 steps per power of two to 1 MiB.
-constexpr size_t kSmallClasses = 1 + 11 * 8;
+// The small size classes: 512 B, then 8 steps per power of two to kSmallLimit.
+constexpr size_t kSmallClasses = 1 + static_cast<size_t>(__builtin_ctzll(kSmallLimit) - 9) * 8;
 size_t small_class(uint64_t rounded) {
   if (rounded <= kMinBlock) return 0;
   const int k = 63 - __builtin_clzll(rounded - 1);  // 2^k < rounded <= 2^(k+1)
