@@ -7,6 +7,7 @@
 #include "capi.hpp"
 
 #include "../src/framework.hpp"
+#include "../src/log.hpp"
 #include "../src/native_stream.hpp"
 #include "../src/resources/resource.hpp"
 
@@ -19,13 +20,16 @@ CUstream as_stream(void* native) { return static_cast<CUstream>(native); }
 
 // The entry points frameworks call cannot return a status: the message goes
 // to cumem_last_error_message() and, unless CUMEM_FRAMEWORK_QUIET is set to
-// something other than 0, to stderr, where a framework user will see it.
+// something other than 0, to the log at error (stderr by default), where a
+// framework user will see it.
 void report(cumem_status_t status) noexcept {
-  if (status == CUMEM_SUCCESS) return;
+  if (status == CUMEM_SUCCESS || !log::enabled(log::Level::error)) return;
   const char* quiet = std::getenv("CUMEM_FRAMEWORK_QUIET");
   if (quiet && *quiet && std::strcmp(quiet, "0") != 0) return;
-  std::fprintf(stderr, "libcumem: %s (%s)\n", cumem_last_error_message(),
-               cumem_status_string(status));
+  char message[16384 + 64];
+  std::snprintf(message, sizeof message, "%s [%s]", cumem_last_error_message(),
+                cumem_status_string(status));
+  log::write(log::Level::error, message);
 }
 
 }  // namespace

@@ -79,8 +79,8 @@ void Device::release() const noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   if (users_ == 0) return;  // never below zero (capi refuses surplus user releases)
   if (--users_ == 0) {
-    // The context may be gone already at process exit; nothing to report.
-    CUMEM_CU_QUIET(cuDevicePrimaryCtxRelease, (handle_));
+    // The context may be gone already at process exit (logged at debug).
+    CUMEM_CU_CLEANUP(cuDevicePrimaryCtxRelease, (handle_), "releasing a device's primary context");
     context_ = nullptr;
   }
 }
@@ -225,7 +225,7 @@ ScopedContext::ScopedContext(const Device& device) {
 }
 
 ScopedContext::~ScopedContext() {
-  if (changed_) CUMEM_CU_QUIET(cuCtxSetCurrent, (previous_));
+  if (changed_) CUMEM_CU_CLEANUP(cuCtxSetCurrent, (previous_), "restoring the caller's current context");
 }
 
 }  // namespace cumem::core

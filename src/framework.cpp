@@ -83,7 +83,7 @@ void order(const Device& device, CUstream earlier, CUstream later) {
   CUresult r = CUMEM_CU_RESULT(cuEventCreate, (&event, CU_EVENT_DISABLE_TIMING));
   if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuEventRecord, (event, earlier ? earlier : CU_STREAM_LEGACY));
   if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuStreamWaitEvent, (later ? later : CU_STREAM_LEGACY, event, 0));
-  if (event) CUMEM_CU_QUIET(cuEventDestroy, (event));
+  if (event) CUMEM_CU_CLEANUP(cuEventDestroy, (event), "destroying the event that orders a free");
   if (r != CUDA_SUCCESS)
     CUMEM_CU(cuCtxSynchronize, (), "ordering a free after the allocating stream's work");
 }

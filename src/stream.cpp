@@ -4,6 +4,7 @@
 
 #include "driver/driver.hpp"
 #include "error.hpp"
+#include "log.hpp"
 
 namespace cumem::core {
 
@@ -54,12 +55,13 @@ Ref<Stream> Stream::per_thread_default(Ref<Device> device) {
 
 Stream::~Stream() {
   if (owned_) {
-    // A destructor cannot report; the driver frees the stream's resources
-    // once its work is done.
+    // A destructor cannot report (failures go to the log); the driver frees
+    // the stream's resources once its work is done.
     try {
       ScopedContext scope(*device_);
-      CUMEM_CU_QUIET(cuStreamDestroy, (handle_));
+      CUMEM_CU_CLEANUP(cuStreamDestroy, (handle_), "destroying a stream");
     } catch (...) {
+      log::swallowed("destroying a stream");
     }
   }
 }
@@ -107,7 +109,7 @@ void Stream::wait(const Stream& other) const {
   const CUresult waited = recorded == CUDA_SUCCESS
                               ? CUMEM_CU_RESULT(cuStreamWaitEvent, (handle_, marker, 0))
                               : recorded;
-  CUMEM_CU_QUIET(cuEventDestroy, (marker));
+  CUMEM_CU_CLEANUP(cuEventDestroy, (marker), "destroying the marker event of a stream wait");
   driver::check(waited, recorded == CUDA_SUCCESS ? "cuStreamWaitEvent" : "cuEventRecord",
                 "making " + describe() + " wait for " + other.describe());
 }

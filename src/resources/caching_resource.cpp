@@ -54,6 +54,7 @@
 #include "../thread_shard.hpp"
 #include "pool_resource.hpp"
 #include "sync_resource.hpp"
+#include "../log.hpp"
 
 namespace cumem::core {
 namespace {
@@ -300,6 +301,7 @@ class CachingResource final : public Adaptor, public Caching {
     try {
       release_cached();
     } catch (...) {
+      log::swallowed("giving the cached blocks back to the upstream resource");
     }
     for (auto& [ptr, piece] : central_.pieces) delete piece;
   }
@@ -700,7 +702,7 @@ class CachingResource final : public Adaptor, public Caching {
     CUresult r = CUMEM_CU_RESULT(cuEventCreate, (&event, CU_EVENT_DISABLE_TIMING));
     if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuEventRecord, (event, native_or_legacy(freed_on)));
     if (r == CUDA_SUCCESS) r = CUMEM_CU_RESULT(cuStreamWaitEvent, (native_or_legacy(stream), event, 0));
-    if (event) CUMEM_CU_QUIET(cuEventDestroy, (event));
+    if (event) CUMEM_CU_CLEANUP(cuEventDestroy, (event), "destroying the event that orders a cached block's reuse");
     // Should the event fail, wait for the whole device instead.
     if (r != CUDA_SUCCESS) CUMEM_CU(cuCtxSynchronize, (), "ordering a cached block's reuse");
   }
