@@ -56,7 +56,7 @@ CUMEM_EXPORT cumem_status_t cumem_set_log_level(cumem_log_level_t level) {
   CUMEM_TRY
   if (!core_log::valid_level(static_cast<int>(level)))
     fail(Status::invalid_argument,
-         "argument 'level' is " + std::to_string(static_cast<long long>(level)) +
+         "argument 'level' is " + std::to_string(static_cast<int32_t>(level)) +
              ", not a cumem_log_level_t (CUMEM_LOG_LEVEL_OFF 0 to CUMEM_LOG_LEVEL_DEBUG 4)");
   core_log::set_level(static_cast<core_log::Level>(level));
   CUMEM_CATCH
