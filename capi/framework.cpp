@@ -6,6 +6,7 @@
 
 #include "capi.hpp"
 
+#include "../src/nvtx.hpp"
 #include "../src/framework.hpp"
 #include "../src/log.hpp"
 #include "../src/native_stream.hpp"
@@ -68,6 +69,7 @@ cumem_status_t cumem_cupy_free(void* ptr) {
 CUMEM_EXPORT cumem_status_t cumem_resource_allocate_native(cumem_resource_t* resource,
                                                            size_t size, void* native_stream,
                                                            void** out_ptr) {
+  const nvtx::Range range(nvtx::Op::resource_allocate_native);
   CUMEM_TRY
   Resource& r = object(resource, "resource");
   out(out_ptr, "out_ptr");
@@ -79,6 +81,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_allocate_native(cumem_resource_t* res
 CUMEM_EXPORT cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* resource,
                                                              void* ptr, size_t size,
                                                              void* native_stream) {
+  const nvtx::Range range(nvtx::Op::resource_deallocate_native);
   CUMEM_TRY
   Resource& r = object(resource, "resource");
   const Ref<Stream> s = ::cumem::core::native_stream(r.device(), as_stream(native_stream));
@@ -103,6 +106,7 @@ CUMEM_EXPORT cumem_status_t cumem_framework_get_resource(int32_t device,
 }
 
 CUMEM_EXPORT void* cumem_torch_alloc(size_t size, int device, void* stream) {
+  const nvtx::Range range(nvtx::Op::torch_alloc);
   void* ptr = nullptr;
   const cumem_status_t s = impl::cumem_torch_alloc(size, device, stream, &ptr);
   report(s);
@@ -110,11 +114,13 @@ CUMEM_EXPORT void* cumem_torch_alloc(size_t size, int device, void* stream) {
 }
 
 CUMEM_EXPORT void cumem_torch_free(void* ptr, size_t size, int device, void* stream) {
+  const nvtx::Range range(nvtx::Op::torch_free);
   (void)device;  // the record knows the resource, whatever the device
   report(impl::cumem_torch_free(ptr, size, stream));
 }
 
 CUMEM_EXPORT void* cumem_cupy_malloc(void* param, size_t size, int device_id) {
+  const nvtx::Range range(nvtx::Op::cupy_malloc);
   void* ptr = nullptr;
   const cumem_status_t s = impl::cumem_cupy_malloc(param, size, device_id, &ptr);
   report(s);
@@ -122,6 +128,7 @@ CUMEM_EXPORT void* cumem_cupy_malloc(void* param, size_t size, int device_id) {
 }
 
 CUMEM_EXPORT void cumem_cupy_free(void* param, void* ptr, int device_id) {
+  const nvtx::Range range(nvtx::Op::cupy_free);
   (void)param;
   (void)device_id;
   report(impl::cumem_cupy_free(ptr));

@@ -1,6 +1,7 @@
 // cumem_*_resource_create and cumem_resource_* entry points.
 #include "capi.hpp"
 
+#include "../src/nvtx.hpp"
 #include "../src/buffer.hpp"
 #include "../src/resources/caching_resource.hpp"
 #include "../src/resources/callback_resource.hpp"
@@ -271,6 +272,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_release(cumem_resource_t* resource) {
 CUMEM_EXPORT cumem_status_t cumem_resource_allocate(cumem_resource_t* resource, size_t size,
                                                     const cumem_stream_t* stream,
                                                     cumem_buffer_t** out_buffer) {
+  const nvtx::Range range(nvtx::Op::resource_allocate);
   CUMEM_TRY
   Resource& r = object(resource, "resource");
   const Stream* s = optional(stream, "stream");
@@ -282,6 +284,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_allocate(cumem_resource_t* resource, 
 CUMEM_EXPORT cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resource, size_t size,
                                                         const cumem_stream_t* stream,
                                                         void** out_ptr) {
+  const nvtx::Range range(nvtx::Op::resource_allocate_raw);
   CUMEM_TRY
   Resource& r = object(resource, "resource");
   const Stream* s = optional(stream, "stream");
@@ -293,6 +296,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resour
 CUMEM_EXPORT cumem_status_t cumem_resource_deallocate_raw(cumem_resource_t* resource, void* ptr,
                                                           size_t size,
                                                           const cumem_stream_t* stream) {
+  const nvtx::Range range(nvtx::Op::resource_deallocate_raw);
   CUMEM_TRY
   Resource& r = object(resource, "resource");
   r.deallocate_raw(ptr, size, optional(stream, "stream"));

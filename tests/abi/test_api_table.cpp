@@ -21,7 +21,7 @@ TEST(ApiTable, EveryMemberIsTheFunctionOfItsName) {
   ++checked;
 #include "../../capi/api_table.inc"
 #undef CUMEM_API_ENTRY
-  EXPECT_EQ(checked, 144) << "version 1 has 144 functions";
+  EXPECT_EQ(checked, 147) << "version 1 has 147 functions (144 up to cumem_launch, then the log's 3)";
   EXPECT_EQ(cumem_get_api(1), t) << "every version is the same table";
 }
 
