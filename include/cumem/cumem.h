@@ -1660,6 +1660,15 @@ CUMEM_API cumem_status_t cumem_set_log_level(cumem_log_level_t level);
 /** The level in force (see cumem_set_log_level). Thread-safe. */
 CUMEM_API cumem_status_t cumem_get_log_level(cumem_log_level_t* out_level);
 
+/* Profiling: a library built with NVTX (the default; the meson option
+ * `nvtx`) marks each call of cumem_resource_allocate, _allocate_raw,
+ * _deallocate_raw, _allocate_native, _deallocate_native, cumem_buffer_close,
+ * _copy_to, _copy_from, _copy_region, _fill, cumem_torch_alloc, _free and
+ * cumem_cupy_malloc, _free with one NVTX range named after the function, in
+ * the NVTX domain "libcumem", on the calling thread. Whether a tool is
+ * attached (NVTX_INJECTION64_PATH set, as Nsight Systems does) is decided at
+ * the first such call; without one no NVTX function is ever called. */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
