@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "test_util.hpp"
 
@@ -75,7 +77,14 @@ TEST(Nvtx, RangesFollowTheTool) {
   CUMEM_ASSERT_OK(cumem_set_log_callback(record, nullptr));
   cumem_resource_t* host = nullptr;
   CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
-  work(host);  // the first range decides
+  // The first ranges, which decide, on several threads at once.
+  constexpr int kThreads = 4, kPairs = 50;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([host] {
+      for (int i = 0; i < kPairs; ++i) work(host);
+    });
+  for (auto& t : threads) t.join();
 
   void* tool = dlopen(tool_path.c_str(), RTLD_NOW | RTLD_NOLOAD);
   if (mode == "none") {
@@ -97,11 +106,23 @@ TEST(Nvtx, RangesFollowTheTool) {
     EXPECT_EQ(first.find("domain libcumem\n"), 0u) << first;
     EXPECT_NE(first.find("string libcumem cumem_resource_allocate_raw\n"), std::string::npos);
     EXPECT_NE(first.find("string libcumem cumem_buffer_copy_region\n"), std::string::npos);
-    const std::string ranges = first.substr(first.find("push "));
-    EXPECT_EQ(ranges,
+    auto occurrences = [&first](const std::string& line) {
+      size_t n = 0;
+      for (size_t at = first.find(line); at != std::string::npos; at = first.find(line, at + 1)) ++n;
+      return n;
+    };
+    EXPECT_EQ(occurrences("domain "), 1u);
+    EXPECT_EQ(occurrences("string libcumem cumem_resource_allocate_raw\n"), 1u);
+    EXPECT_EQ(occurrences("push libcumem cumem_resource_allocate_raw\n"), size_t{kThreads * kPairs});
+    EXPECT_EQ(occurrences("push libcumem cumem_resource_deallocate_raw\n"), size_t{kThreads * kPairs});
+    EXPECT_EQ(occurrences("push "), size_t{2 * kThreads * kPairs});
+    EXPECT_EQ(occurrences("pop libcumem\n"), size_t{2 * kThreads * kPairs});
+
+    clear(tool);
+    work(host);
+    EXPECT_EQ(events_of(tool),
               "push libcumem cumem_resource_allocate_raw\npop libcumem\n"
               "push libcumem cumem_resource_deallocate_raw\npop libcumem\n");
-
     clear(tool);
     buffer_work(host);
     EXPECT_EQ(events_of(tool),
