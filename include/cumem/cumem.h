@@ -1601,8 +1601,10 @@ CUMEM_API cumem_status_t cumem_launch(const cumem_kernel_t* kernel,
  *    released with allocations outstanding (the report), a driver or other
  *    failure while destroying an object or freeing memory where no status
  *    can be returned, an unknown CUMEM_LOG_LEVEL value;
- *  - INFO: what libcumem found: the CUDA driver loaded (or not), NVTX ranges
- *    on because a profiling tool is attached;
+ *  - INFO: what libcumem found or did on its own: the CUDA driver loaded (or
+ *    not), NVTX ranges on because a profiling tool is attached, a caching
+ *    adaptor giving its cached blocks back to serve a request its upstream
+ *    refused;
  *  - DEBUG: every failing call, with the message cumem_last_error_message()
  *    returns and the status name, so that an integrator sees them all.
  *  CUMEM_LOG_LEVEL_OFF is a level to set only: no message has it. */

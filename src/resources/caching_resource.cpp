@@ -641,6 +641,11 @@ class CachingResource final : public Adaptor, public Caching {
       if (auto* pool = dynamic_cast<PoolResource*>(&upstream())) pool->pool_trim(0);
       std::string refusal;
       ptr = try_upstream(rounded, stream, &refusal);
+      if (ptr && log::enabled(log::Level::info))
+        log::write(log::Level::info,
+                   describe() + ": the upstream refused " + describe_bytes(rounded) +
+                       "; served after giving back " + describe_bytes(before.bytes_cached) +
+                       " of cached blocks");
       if (!ptr)
         fail(Status::out_of_memory,
              "the cache asked its upstream for " + describe_bytes(rounded) + " (" +

@@ -118,6 +118,35 @@ TEST_F(Log, CallbackReceivesMessagesAtAndAboveTheLevel) {
   EXPECT_EQ(r.size(), before);
 }
 
+// info: a caching adaptor giving its cache back to serve a refused request
+// (the scenario of resource_caching's OutOfMemoryGivesTheCacheBackAndRetries).
+TEST_F(Log, CachingRetryAfterOutOfMemoryIsInfo) {
+  Received r;
+  CUMEM_ASSERT_OK(cumem_set_log_callback(record, &r));
+  CUMEM_ASSERT_OK(cumem_set_log_level(CUMEM_LOG_LEVEL_INFO));
+  cumem_resource_t* host = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
+  cumem_resource_t* limit = nullptr;
+  CUMEM_ASSERT_OK(cumem_limit_resource_create(host, 4096, &limit));
+  cumem_resource_t* c = nullptr;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(limit, &c));
+  void* a = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(c, 2048, nullptr, &a));
+  std::thread([&] {  // cached on that thread, out of this one's reach
+    EXPECT_EQ(cumem_resource_deallocate_raw(c, a, 2048, nullptr), CUMEM_SUCCESS);
+  }).join();
+  void* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(c, 3000, nullptr, &b));
+  EXPECT_EQ(r.count_containing(CUMEM_LOG_LEVEL_INFO,
+                               "the upstream refused 3072 bytes (3.00 KiB); served after giving "
+                               "back 2048 bytes (2.00 KiB) of cached blocks"),
+            1u);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(c, b, 3000, nullptr));
+  cumem_resource_release(c);
+  cumem_resource_release(limit);
+  cumem_resource_release(host);
+}
+
 TEST_F(Log, NullRestoresTheDefaultSink) {
   Received r;
   CUMEM_ASSERT_OK(cumem_set_log_callback(record, &r));
