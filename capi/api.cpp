@@ -18,7 +18,8 @@ const cumem_api_t table = {
 };
 
 // Released versions never move. Version 1 (ABI 1.0): 144 functions from
-// cumem_version to cumem_launch, after the two 32-bit header fields.
+// cumem_version to cumem_launch, after the two 32-bit header fields (then,
+// until the release, what is appended: the log's three so far).
 static_assert(offsetof(cumem_api_t, cumem_version) == 8, "version 1 of the table moved");
 static_assert(offsetof(cumem_api_t, cumem_launch) == 8 + 143 * sizeof(void*),
               "version 1 of the table moved: functions are only appended, in a new version");
