@@ -1627,9 +1627,12 @@ typedef enum cumem_log_level_t {
  *  - It must return normally: no C++ exception, Rust panic or longjmp may
  *    leave it (libcumem calls it from noexcept code; an exception ends the
  *    process).
- *  - It must not call cumem_set_log_callback or cumem_set_log_level. It may
- *    call other libcumem functions; messages they produce on this thread
- *    while the callback runs are dropped, never delivered recursively. */
+ *  - It must not call cumem_set_log_callback or cumem_set_log_level, and
+ *    should not call libcumem functions on the object the message is about
+ *    (a message may come from inside a call that holds that object's lock,
+ *    as a caching resource's); other libcumem calls are fine. Messages
+ *    that libcumem produces on this thread while the callback runs are
+ *    dropped, never delivered recursively. */
 typedef void (*cumem_log_callback_t)(cumem_log_level_t level, const char* message,
                                      void* user_data);
 
