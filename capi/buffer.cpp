@@ -2,6 +2,7 @@
 #include "capi.hpp"
 #include "memory_kind.hpp"
 
+#include "../src/nvtx.hpp"
 #include "../src/buffer.hpp"
 #include "../src/resources/resource.hpp"
 
@@ -105,6 +106,7 @@ CUMEM_EXPORT cumem_status_t cumem_buffer_set_deallocation_stream(cumem_buffer_t*
 }
 
 CUMEM_EXPORT cumem_status_t cumem_buffer_close(cumem_buffer_t* buffer, const cumem_stream_t* stream) {
+  const nvtx::Range range(nvtx::Op::buffer_close);
   CUMEM_TRY
   Buffer& b = object(buffer, "buffer");
   b.close(optional(stream, "stream"));
@@ -113,6 +115,7 @@ CUMEM_EXPORT cumem_status_t cumem_buffer_close(cumem_buffer_t* buffer, const cum
 
 CUMEM_EXPORT cumem_status_t cumem_buffer_copy_to(const cumem_buffer_t* src, cumem_buffer_t* dst,
                                                  const cumem_stream_t* stream) {
+  const nvtx::Range range(nvtx::Op::buffer_copy_to);
   CUMEM_TRY
   const Buffer& s = object(src, "src");
   Buffer& d = object(dst, "dst");
@@ -127,6 +130,7 @@ CUMEM_EXPORT cumem_status_t cumem_buffer_copy_to(const cumem_buffer_t* src, cume
 
 CUMEM_EXPORT cumem_status_t cumem_buffer_copy_from(cumem_buffer_t* dst, const cumem_buffer_t* src,
                                                    const cumem_stream_t* stream) {
+  const nvtx::Range range(nvtx::Op::buffer_copy_from);
   CUMEM_TRY
   Buffer& d = object(dst, "dst");
   const Buffer& s = object(src, "src");
@@ -142,6 +146,7 @@ CUMEM_EXPORT cumem_status_t cumem_buffer_copy_from(cumem_buffer_t* dst, const cu
 CUMEM_EXPORT cumem_status_t cumem_buffer_copy_region(cumem_buffer_t* dst, size_t dst_offset,
                                                      const cumem_buffer_t* src, size_t src_offset,
                                                      size_t length, const cumem_stream_t* stream) {
+  const nvtx::Range range(nvtx::Op::buffer_copy_region);
   CUMEM_TRY
   Buffer& d = object(dst, "dst");
   const Buffer& s = object(src, "src");
@@ -151,6 +156,7 @@ CUMEM_EXPORT cumem_status_t cumem_buffer_copy_region(cumem_buffer_t* dst, size_t
 
 CUMEM_EXPORT cumem_status_t cumem_buffer_fill(cumem_buffer_t* buffer, uint32_t value,
                                               uint32_t width, const cumem_stream_t* stream) {
+  const nvtx::Range range(nvtx::Op::buffer_fill);
   CUMEM_TRY
   Buffer& b = object(buffer, "buffer");
   b.fill(value, width, optional(stream, "stream"));

@@ -6,7 +6,9 @@
 
 #include "capi.hpp"
 
+#include "../src/nvtx.hpp"
 #include "../src/framework.hpp"
+#include "../src/log.hpp"
 #include "../src/native_stream.hpp"
 #include "../src/resources/resource.hpp"
 
@@ -19,13 +21,16 @@ CUstream as_stream(void* native) { return static_cast<CUstream>(native); }
 
 // The entry points frameworks call cannot return a status: the message goes
 // to cumem_last_error_message() and, unless CUMEM_FRAMEWORK_QUIET is set to
-// something other than 0, to stderr, where a framework user will see it.
+// something other than 0, to the log at error (stderr by default), where a
+// framework user will see it.
 void report(cumem_status_t status) noexcept {
-  if (status == CUMEM_SUCCESS) return;
+  if (status == CUMEM_SUCCESS || !log::enabled(log::Level::error)) return;
   const char* quiet = std::getenv("CUMEM_FRAMEWORK_QUIET");
   if (quiet && *quiet && std::strcmp(quiet, "0") != 0) return;
-  std::fprintf(stderr, "libcumem: %s (%s)\n", cumem_last_error_message(),
-               cumem_status_string(status));
+  char message[16384 + 64];
+  std::snprintf(message, sizeof message, "%s [%s]", cumem_last_error_message(),
+                cumem_status_string(status));
+  log::write(log::Level::error, message);
 }
 
 }  // namespace
@@ -64,6 +69,7 @@ cumem_status_t cumem_cupy_free(void* ptr) {
 CUMEM_EXPORT cumem_status_t cumem_resource_allocate_native(cumem_resource_t* resource,
                                                            size_t size, void* native_stream,
                                                            void** out_ptr) {
+  const nvtx::Range range(nvtx::Op::resource_allocate_native);
   CUMEM_TRY
   Resource& r = object(resource, "resource");
   out(out_ptr, "out_ptr");
@@ -75,6 +81,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_allocate_native(cumem_resource_t* res
 CUMEM_EXPORT cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* resource,
                                                              void* ptr, size_t size,
                                                              void* native_stream) {
+  const nvtx::Range range(nvtx::Op::resource_deallocate_native);
   CUMEM_TRY
   Resource& r = object(resource, "resource");
   const Ref<Stream> s = ::cumem::core::native_stream(r.device(), as_stream(native_stream));
@@ -99,6 +106,7 @@ CUMEM_EXPORT cumem_status_t cumem_framework_get_resource(int32_t device,
 }
 
 CUMEM_EXPORT void* cumem_torch_alloc(size_t size, int device, void* stream) {
+  const nvtx::Range range(nvtx::Op::torch_alloc);
   void* ptr = nullptr;
   const cumem_status_t s = impl::cumem_torch_alloc(size, device, stream, &ptr);
   report(s);
@@ -106,11 +114,13 @@ CUMEM_EXPORT void* cumem_torch_alloc(size_t size, int device, void* stream) {
 }
 
 CUMEM_EXPORT void cumem_torch_free(void* ptr, size_t size, int device, void* stream) {
+  const nvtx::Range range(nvtx::Op::torch_free);
   (void)device;  // the record knows the resource, whatever the device
   report(impl::cumem_torch_free(ptr, size, stream));
 }
 
 CUMEM_EXPORT void* cumem_cupy_malloc(void* param, size_t size, int device_id) {
+  const nvtx::Range range(nvtx::Op::cupy_malloc);
   void* ptr = nullptr;
   const cumem_status_t s = impl::cumem_cupy_malloc(param, size, device_id, &ptr);
   report(s);
@@ -118,6 +128,7 @@ CUMEM_EXPORT void* cumem_cupy_malloc(void* param, size_t size, int device_id) {
 }
 
 CUMEM_EXPORT void cumem_cupy_free(void* param, void* ptr, int device_id) {
+  const nvtx::Range range(nvtx::Op::cupy_free);
   (void)param;
   (void)device_id;
   report(impl::cumem_cupy_free(ptr));

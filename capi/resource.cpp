@@ -2,6 +2,7 @@
 #include "capi.hpp"
 #include "memory_kind.hpp"
 
+#include "../src/nvtx.hpp"
 #include "../src/buffer.hpp"
 #include "../src/resources/caching_resource.hpp"
 #include "../src/resources/callback_resource.hpp"
@@ -322,6 +323,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_release(cumem_resource_t* resource) {
 CUMEM_EXPORT cumem_status_t cumem_resource_allocate(cumem_resource_t* resource, size_t size,
                                                     const cumem_stream_t* stream,
                                                     cumem_buffer_t** out_buffer) {
+  const nvtx::Range range(nvtx::Op::resource_allocate);
   CUMEM_TRY
   Resource& r = object(resource, "resource");
   const Stream* s = optional(stream, "stream");
@@ -333,6 +335,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_allocate(cumem_resource_t* resource, 
 CUMEM_EXPORT cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resource, size_t size,
                                                         const cumem_stream_t* stream,
                                                         void** out_ptr) {
+  const nvtx::Range range(nvtx::Op::resource_allocate_raw);
   CUMEM_TRY
   Resource& r = object(resource, "resource");
   const Stream* s = optional(stream, "stream");
@@ -344,6 +347,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resour
 CUMEM_EXPORT cumem_status_t cumem_resource_deallocate_raw(cumem_resource_t* resource, void* ptr,
                                                           size_t size,
                                                           const cumem_stream_t* stream) {
+  const nvtx::Range range(nvtx::Op::resource_deallocate_raw);
   CUMEM_TRY
   Resource& r = object(resource, "resource");
   r.deallocate_raw(ptr, size, optional(stream, "stream"));

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "../src/device.hpp"
+#include "../src/log.hpp"
 
 static_assert(sizeof(cumem_status_t) == 4, "cumem_status_t must be 32 bits");
 #define CUMEM_SAME_STATUS(c, value) \
@@ -63,10 +64,25 @@ void set_last_error(const char* function, const char* prefix, const char* messag
   std::memcpy(last_error + cut, marker, static_cast<size_t>(marker_length) + 1);
 }
 
+// Every failure at debug, so that an integrator can see them all: built
+// only when debug is on (one relaxed load otherwise).
+void log_failure(Status status) noexcept {
+  if (!log::enabled(log::Level::debug)) return;
+  char suffix[64];
+  std::snprintf(suffix, sizeof suffix, " [%s]",
+                cumem_status_string(static_cast<cumem_status_t>(status)));
+  try {
+    log::write(log::Level::debug, std::string(last_error) + suffix);
+  } catch (...) {  // no memory for the copy: the message alone
+    log::write(log::Level::debug, last_error);
+  }
+}
+
 }  // namespace
 
 cumem_status_t record_failure(const char* function, Status status, const char* message) noexcept {
   set_last_error(function, "", message);
+  log_failure(status);
   return static_cast<cumem_status_t>(status);
 }
 
@@ -80,6 +96,7 @@ cumem_status_t record_unknown_failure(const char* function) noexcept {
   } catch (...) {
     set_last_error(function, "internal error (please report): ", "unknown exception");
   }
+  log_failure(Status::internal);
   return static_cast<cumem_status_t>(Status::internal);
 }
 

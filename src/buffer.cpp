@@ -3,6 +3,7 @@
 
 #include "driver/driver.hpp"
 #include "error.hpp"
+#include "log.hpp"
 
 namespace cumem::core {
 namespace {
@@ -238,11 +239,13 @@ void Buffer::free_memory(const Stream* stream) {
 
 Buffer::~Buffer() {
   if (closed_.load(std::memory_order_acquire)) return;
-  // A destructor cannot report: errors here are those close() would give.
+  // A destructor cannot report: errors here are those close() would give,
+  // and they go to the log.
   try {
     closed_.store(true, std::memory_order_release);
     free_memory(deallocation_stream_.get());
   } catch (...) {
+    log::swallowed("freeing a buffer's memory as its last reference went");
   }
 }
 

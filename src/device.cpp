@@ -76,13 +76,17 @@ void Device::retain() const noexcept {
 }
 
 void Device::release() const noexcept {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (users_ == 0) return;  // never below zero (capi refuses surplus user releases)
-  if (--users_ == 0) {
-    // The context may be gone already at process exit; nothing to report.
-    CUMEM_CU_QUIET(cuDevicePrimaryCtxRelease, (handle_));
+  CUresult released = CUDA_SUCCESS;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (users_ == 0) return;  // never below zero (capi refuses surplus user releases)
+    if (--users_ != 0) return;
+    released = CUMEM_CU_QUIET(cuDevicePrimaryCtxRelease, (handle_));
     context_ = nullptr;
   }
+  // Logged outside the lock, so that a log callback may use this device.
+  // The context may be gone already at process exit (then at debug).
+  driver::report_cleanup(released, "cuDevicePrimaryCtxRelease", "releasing a device's primary context");
 }
 
 std::string Device::describe() const {
@@ -225,7 +229,7 @@ ScopedContext::ScopedContext(const Device& device) {
 }
 
 ScopedContext::~ScopedContext() {
-  if (changed_) CUMEM_CU_QUIET(cuCtxSetCurrent, (previous_));
+  if (changed_) CUMEM_CU_CLEANUP(cuCtxSetCurrent, (previous_), "restoring the caller's current context");
 }
 
 }  // namespace cumem::core

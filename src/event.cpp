@@ -5,6 +5,7 @@
 #include "driver/driver.hpp"
 #include "error.hpp"
 #include "stream.hpp"
+#include "log.hpp"
 
 namespace cumem::core {
 
@@ -50,8 +51,9 @@ void Event::get_ipc_handle(uint8_t (&out)[64]) const {
 Event::~Event() {
   try {
     ScopedContext scope(*device_);
-    CUMEM_CU_QUIET(cuEventDestroy, (handle_));
+    CUMEM_CU_CLEANUP(cuEventDestroy, (handle_), "destroying an event");
   } catch (...) {
+    log::swallowed("destroying an event");
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "driver/driver.hpp"
 #include "error.hpp"
+#include "log.hpp"
 
 namespace cumem::core {
 
@@ -54,12 +55,13 @@ Ref<Stream> Stream::per_thread_default(Ref<Device> device) {
 
 Stream::~Stream() {
   if (owned_) {
-    // A destructor cannot report; the driver frees the stream's resources
-    // once its work is done.
+    // A destructor cannot report (failures go to the log); the driver frees
+    // the stream's resources once its work is done.
     try {
       ScopedContext scope(*device_);
-      CUMEM_CU_QUIET(cuStreamDestroy, (handle_));
+      CUMEM_CU_CLEANUP(cuStreamDestroy, (handle_), "destroying a stream");
     } catch (...) {
+      log::swallowed("destroying a stream");
     }
   }
 }
@@ -116,7 +118,7 @@ CUresult enqueue_wait(CUstream earlier, CUstream later, const char** failed_call
     r = CUMEM_CU_RESULT(cuStreamWaitEvent, (later, marker, 0));
     *failed_call = "cuStreamWaitEvent";
   }
-  if (marker) CUMEM_CU_QUIET(cuEventDestroy, (marker));
+  if (marker) CUMEM_CU_CLEANUP(cuEventDestroy, (marker), "destroying the event that orders two streams");
   if (r == CUDA_SUCCESS) *failed_call = nullptr;
   return r;
 }

@@ -1697,6 +1697,91 @@ CUMEM_API cumem_status_t cumem_launch(const cumem_kernel_t* kernel,
                                       const cumem_launch_config_t* config,
                                       void** args, uint32_t num_args);
 
+/* ------------------------------------------------------------------------ */
+/* Logging                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/** How much libcumem says. A message is delivered when its level is at most
+ *  the level set (cumem_set_log_level). Messages:
+ *  - ERROR: a failure nobody else can report (the framework allocator entry
+ *    points, which return no status; see CUMEM_FRAMEWORK_QUIET);
+ *  - WARNING: something went wrong and was ignored: a tracking resource
+ *    released with allocations outstanding (the report), a driver or other
+ *    failure while destroying an object or freeing memory where no status
+ *    can be returned, an unknown CUMEM_LOG_LEVEL value;
+ *  - INFO: what libcumem found or did on its own: the CUDA driver loaded (or
+ *    not), NVTX ranges on because a profiling tool is attached, a caching
+ *    adaptor giving its cached blocks back to serve a request its upstream
+ *    refused;
+ *  - DEBUG: every failing call, with the message cumem_last_error_message()
+ *    returns and the status name, so that an integrator sees them all.
+ *  CUMEM_LOG_LEVEL_OFF is a level to set only: no message has it. */
+typedef enum cumem_log_level_t {
+  CUMEM_LOG_LEVEL_OFF = 0,
+  CUMEM_LOG_LEVEL_ERROR = 1,
+  CUMEM_LOG_LEVEL_WARNING = 2,
+  CUMEM_LOG_LEVEL_INFO = 3,
+  CUMEM_LOG_LEVEL_DEBUG = 4,
+  CUMEM_LOG_LEVEL_FORCE32 = 0x7FFFFFFF
+} cumem_log_level_t;
+
+/** Receives one message: its level (never OFF), the text (NUL-terminated
+ *  UTF-8, without a trailing newline; it may span lines, as a leak report
+ *  does), and the user_data given with the callback.
+ *  - It is called on the thread that produced the message (the one doing
+ *    the work: a caller's thread, or one whose exit or destructor frees
+ *    memory), possibly on several threads at once: it must be thread-safe.
+ *  - `message` is valid only during the call: copy what you keep.
+ *  - It must return normally: no C++ exception, Rust panic or longjmp may
+ *    leave it (libcumem calls it from noexcept code; an exception ends the
+ *    process).
+ *  - It must not call cumem_set_log_callback or cumem_set_log_level, and
+ *    should not call libcumem functions on the object the message is about
+ *    (a message may come from inside a call that holds that object's lock,
+ *    as a caching resource's); other libcumem calls are fine. Messages
+ *    that libcumem produces on this thread while the callback runs are
+ *    dropped, never delivered recursively. */
+typedef void (*cumem_log_callback_t)(cumem_log_level_t level, const char* message,
+                                     void* user_data);
+
+/** Sends libcumem's messages to `callback` ([in][optional]) with
+ *  `user_data` ([in][optional], passed through untouched), from now on.
+ *  NULL restores the default sink: one line per message on stderr,
+ *  "libcumem: <level>: <message>" (level "error", "warning", "info" or
+ *  "debug"). Thread-safe, also while other threads produce messages: the
+ *  callback and its user_data are replaced together (a message goes either
+ *  to the old pair or to the new one, never to a mix). A message being
+ *  delivered on another thread when this call returns may still reach the
+ *  previous callback: keep what its user_data points to alive (or make the
+ *  change before starting threads). libcumem keeps a record of four pointers
+ *  for each distinct (callback, user_data) pair set, for the life of the
+ *  process. CUMEM_ERROR_OUT_OF_MEMORY: no host memory for the record
+ *  (nothing changed). */
+CUMEM_API cumem_status_t cumem_set_log_callback(cumem_log_callback_t callback, void* user_data);
+
+/** Sets the level: messages at `level` and more important ones are
+ *  delivered. Default: CUMEM_LOG_LEVEL_WARNING, or the environment variable
+ *  CUMEM_LOG_LEVEL (off, error, warning, info or debug, case-insensitive),
+ *  read once, the first time libcumem checks the level (its first message,
+ *  or the first cumem_get_log_level / cumem_set_log_level call); an unknown
+ *  value is reported once at WARNING and ignored. This call overrides the
+ *  variable. Thread-safe; takes effect for messages produced after it.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: `level` is not one of the
+ *  CUMEM_LOG_LEVEL_ values (nothing changed). */
+CUMEM_API cumem_status_t cumem_set_log_level(cumem_log_level_t level);
+
+/** The level in force (see cumem_set_log_level). Thread-safe. */
+CUMEM_API cumem_status_t cumem_get_log_level(cumem_log_level_t* out_level);
+
+/* Profiling: a library built with NVTX (the default; the meson option
+ * `nvtx`) marks each call of cumem_resource_allocate, _allocate_raw,
+ * _deallocate_raw, _allocate_native, _deallocate_native, cumem_buffer_close,
+ * _copy_to, _copy_from, _copy_region, _fill, cumem_torch_alloc, _free and
+ * cumem_cupy_malloc, _free with one NVTX range named after the function, in
+ * the NVTX domain "libcumem", on the calling thread. Whether a tool is
+ * attached (NVTX_INJECTION64_PATH set, as Nsight Systems does) is decided at
+ * the first such call; without one no NVTX function is ever called. */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

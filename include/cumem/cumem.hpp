@@ -82,6 +82,18 @@ inline const char* status_string(cumem_status_t status) noexcept {
 }
 inline std::string last_error_message() { return cumem_last_error_message(); }
 // The CUDA driver version, e.g. 13000 for 13.0.
+// The log (cumem.h, "Logging"): the callback follows the C contract (it
+// must not throw; see cumem_log_callback_t).
+inline void set_log_callback(cumem_log_callback_t callback, void* user_data = nullptr) {
+  check(cumem_set_log_callback(callback, user_data));
+}
+inline void set_log_level(cumem_log_level_t level) { check(cumem_set_log_level(level)); }
+inline cumem_log_level_t log_level() {
+  cumem_log_level_t level = CUMEM_LOG_LEVEL_WARNING;
+  check(cumem_get_log_level(&level));
+  return level;
+}
+
 inline int32_t driver_version() {
   int32_t v = 0;
   check(cumem_driver_version(&v));

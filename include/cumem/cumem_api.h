@@ -164,6 +164,9 @@ typedef void (*PFN_cumem_launch_config_init)(cumem_launch_config_t* config);
 typedef cumem_status_t (*PFN_cumem_launch)(const cumem_kernel_t* kernel, const cumem_stream_t* stream, const cumem_launch_config_t* config, void** args, uint32_t num_args);
 typedef cumem_status_t (*PFN_cumem_aligned_resource_create)(cumem_resource_t* upstream, uint64_t alignment, cumem_resource_t** out_resource);
 typedef cumem_status_t (*PFN_cumem_caching_resource_trim)(cumem_resource_t* resource, uint64_t keep_bytes);
+typedef cumem_status_t (*PFN_cumem_set_log_callback)(cumem_log_callback_t callback, void* user_data);
+typedef cumem_status_t (*PFN_cumem_set_log_level)(cumem_log_level_t level);
+typedef cumem_status_t (*PFN_cumem_get_log_level)(cumem_log_level_t* out_level);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -315,6 +318,9 @@ struct cumem_api_t {
   PFN_cumem_launch cumem_launch;
   PFN_cumem_aligned_resource_create cumem_aligned_resource_create;
   PFN_cumem_caching_resource_trim cumem_caching_resource_trim;
+  PFN_cumem_set_log_callback cumem_set_log_callback;
+  PFN_cumem_set_log_level cumem_set_log_level;
+  PFN_cumem_get_log_level cumem_get_log_level;
 };
 
 #ifdef __cplusplus

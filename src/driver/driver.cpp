@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "../error.hpp"
+#include "../log.hpp"
 
 namespace cumem::core::driver {
 namespace {
@@ -75,7 +76,16 @@ Loaded& loaded() {
   // static destructors that run after this one would have.
   static Loaded* instance = new Loaded;
   static std::once_flag once;
-  std::call_once(once, [] { load(*instance); });
+  std::call_once(once, [] {
+    load(*instance);
+    if (!log::enabled(log::Level::info)) return;
+    if (instance->ok)
+      log::write(log::Level::info, "loaded the CUDA driver " +
+                                       version_string(instance->table.driver_version) +
+                                       (instance->table.has_devices ? "" : " (no devices)"));
+    else
+      log::write(log::Level::info, instance->error + " (host-only functions still work)");
+  });
   return *instance;
 }
 
@@ -107,6 +117,21 @@ std::string describe(CUresult result) {
   std::string out = name ? name : "CUresult " + std::to_string(static_cast<int>(result));
   if (text) out += std::string(" (") + text + ")";
   return out;
+}
+
+void report_cleanup(CUresult result, const char* function, const char* what) noexcept {
+  // No driver: nothing was made that could need cleaning up.
+  if (result == CUDA_SUCCESS || result == CUDA_ERROR_NOT_INITIALIZED) return;
+  // At process exit the driver may shut down first: expected, so debug.
+  const log::Level level =
+      result == CUDA_ERROR_DEINITIALIZED ? log::Level::debug : log::Level::warning;
+  if (!log::enabled(level)) return;
+  try {
+    log::write(level, std::string(function) + " failed with " + describe(result) + " while " +
+                          what + "; ignored (nothing can report it)");
+  } catch (...) {
+    log::write(level, function);
+  }
 }
 
 bool is_sticky(CUresult result) noexcept {

@@ -128,6 +128,11 @@ void check(CUresult result, const char* function, const std::string& what);
 // The loaded table, or nullptr when there is no driver; never throws.
 const Table* get_if_loaded() noexcept;
 
+// Logs a failed cleanup call whose result nobody can be given (see
+// CUMEM_CU_CLEANUP): at warning, or debug for CUDA_ERROR_DEINITIALIZED
+// (the driver shut down first at process exit); nothing without a driver.
+void report_cleanup(CUresult result, const char* function, const char* what) noexcept;
+
 // Runs fn(table) when the driver is loaded (see CUMEM_CU_QUIET).
 template <class Fn>
 CUresult quiet_call(Fn&& fn) noexcept {
@@ -166,6 +171,20 @@ CUresult quiet_call(Fn&& fn) noexcept {
 #define CUMEM_CU_QUIET(name, args) (::cumem::core::driver::quiet_call([&](const auto& cumem_drv_) { \
     return cumem_drv_.name##_fn ? cumem_drv_.name##_fn args : CUDA_ERROR_NOT_SUPPORTED;           \
   }))
+
+// CUMEM_CU_CLEANUP(cuStreamDestroy, (s), "destroying a stream"): as QUIET
+// (written out: `name` must be pasted before cuda.h's macros expand it),
+// and a failure goes to the log (report_cleanup). `what` is a C string.
+#define CUMEM_CU_CLEANUP(name, args, what)                                          \
+  do {                                                                              \
+    const CUresult cumem_cleanup_ = ::cumem::core::driver::quiet_call(              \
+        [&](const auto& cumem_drv_) {                                               \
+          return cumem_drv_.name##_fn ? cumem_drv_.name##_fn args                   \
+                                      : CUDA_ERROR_NOT_SUPPORTED;                   \
+        });                                                                         \
+    if (cumem_cleanup_ != CUDA_SUCCESS)                                             \
+      ::cumem::core::driver::report_cleanup(cumem_cleanup_, #name, what);           \
+  } while (0)
 
 namespace cumem::core::driver {
 #define CUMEM_DRIVER_VERSION_OF(name, version) inline constexpr int version_of_##name = version;

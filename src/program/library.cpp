@@ -5,6 +5,7 @@
 
 #include "../driver/driver.hpp"
 #include "../error.hpp"
+#include "../log.hpp"
 
 namespace cumem::core {
 namespace {
@@ -41,7 +42,7 @@ Ref<Library> Library::load(Ref<Device> device, const void* image, size_t size) {
   CUmodule module = nullptr;
   const CUresult r = CUMEM_CU_RESULT(cuLibraryGetModule, (&module, handle));
   if (r != CUDA_SUCCESS) {
-    CUMEM_CU_QUIET(cuLibraryUnload, (handle));
+    CUMEM_CU_CLEANUP(cuLibraryUnload, (handle), "unloading a library that failed to load");
     if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION ||
         r == CUDA_ERROR_INVALID_PTX || r == CUDA_ERROR_INVALID_IMAGE)
       what += " (the image is malformed, built for another architecture, or made by a "
@@ -52,11 +53,8 @@ Ref<Library> Library::load(Ref<Device> device, const void* image, size_t size) {
 }
 
 Library::~Library() {
-  // A destructor cannot report; unloading only fails at process teardown.
-  try {
-    CUMEM_CU_QUIET(cuLibraryUnload, (handle_));
-  } catch (...) {
-  }
+  // A destructor cannot report: a failure goes to the log.
+  CUMEM_CU_CLEANUP(cuLibraryUnload, (handle_), "unloading a library");
 }
 
 }  // namespace cumem::core

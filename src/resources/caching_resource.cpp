@@ -54,6 +54,7 @@
 #include "../thread_shard.hpp"
 #include "pool_resource.hpp"
 #include "sync_resource.hpp"
+#include "../log.hpp"
 
 namespace cumem::core {
 namespace {
@@ -299,6 +300,7 @@ class CachingResource final : public Adaptor, public Caching {
     try {
       release_cached();
     } catch (...) {
+      log::swallowed("giving the cached blocks back to the upstream resource");
     }
     for (auto& [ptr, piece] : central_.pieces) delete piece;
   }
@@ -656,6 +658,11 @@ class CachingResource final : public Adaptor, public Caching {
       trim(0);
       std::string refusal;
       ptr = try_upstream(rounded, stream, &refusal);
+      if (ptr && log::enabled(log::Level::info))
+        log::write(log::Level::info,
+                   describe() + ": the upstream refused " + describe_bytes(rounded) +
+                       "; served after giving back " + describe_bytes(before.bytes_cached) +
+                       " of cached blocks");
       if (!ptr)
         fail(Status::out_of_memory,
              "the cache asked its upstream for " + describe_bytes(rounded) + " (" +

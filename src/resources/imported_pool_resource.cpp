@@ -71,7 +71,7 @@ class ImportedPoolResource final : public PoolResource {
     size_t range = 0;
     const CUresult r = CUMEM_CU_RESULT(cuMemGetAddressRange, (&base, &range, ptr));
     if (r != CUDA_SUCCESS || d.size > range - (ptr - base)) {
-      CUMEM_CU_QUIET(cuMemFreeAsync, (ptr, native_or_legacy(stream)));
+      CUMEM_CU_CLEANUP(cuMemFreeAsync, (ptr, native_or_legacy(stream)), "closing a refused imported buffer");
       if (r != CUDA_SUCCESS) driver::check(r, "cuMemGetAddressRange", "checking an opened buffer");
       fail(Status::invalid_argument,
            "the descriptor says " + std::to_string(d.size) + " bytes, but the driver mapped " +

@@ -82,7 +82,7 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable {
       size_t range = 0;
       const CUresult r = CUMEM_CU_RESULT(cuMemGetAddressRange, (&start, &range, base));
       if (r != CUDA_SUCCESS) {
-        CUMEM_CU_QUIET(cuIpcCloseMemHandle, (base));
+        CUMEM_CU_CLEANUP(cuIpcCloseMemHandle, (base), "closing a refused legacy IPC mapping");
         driver::check(r, "cuMemGetAddressRange", "checking an opened legacy IPC mapping");
       }
       m = &mappings_[d.export_data];
@@ -135,7 +135,7 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable {
     auto it = mappings_.find(key);
     if (it == mappings_.end()) return;
     ScopedContext scope(*device_);
-    CUMEM_CU_QUIET(cuIpcCloseMemHandle, (it->second.base));
+    CUMEM_CU_CLEANUP(cuIpcCloseMemHandle, (it->second.base), "closing a legacy IPC mapping");
     mappings_.erase(it);
   }
 

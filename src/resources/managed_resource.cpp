@@ -64,7 +64,7 @@ class ManagedAllocResource final : public SyncResource {
       const CUresult r = CUMEM_CU_RESULT(
           cuMemAdvise, (ptr, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, to_cu(preferred_)));
       if (r != CUDA_SUCCESS) {
-        CUMEM_CU_QUIET(cuMemFree, (ptr));
+        CUMEM_CU_CLEANUP(cuMemFree, (ptr), "freeing managed memory whose advice failed");
         driver::check(r, "cuMemAdvise", "setting the preferred location of managed memory");
       }
     }

@@ -7,6 +7,7 @@
 
 #include "../driver/driver.hpp"
 #include "../error.hpp"
+#include "../log.hpp"
 
 namespace cumem::core {
 
@@ -67,8 +68,9 @@ PoolResource::~PoolResource() {
   // The driver keeps the pool until its outstanding allocations are freed.
   try {
     ScopedContext scope(*device_);
-    CUMEM_CU_QUIET(cuMemPoolDestroy, (pool_));
+    CUMEM_CU_CLEANUP(cuMemPoolDestroy, (pool_), "destroying a memory pool");
   } catch (...) {
+    log::swallowed("destroying a memory pool");
   }
 }
 

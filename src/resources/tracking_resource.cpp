@@ -1,6 +1,6 @@
 // The tracking adaptor: every outstanding allocation with its size, stream
 // and (optionally) the call stack that made it; a report on demand, and one
-// on stderr when the resource goes with allocations still outstanding.
+// in the log (at warning) when the resource goes with allocations still outstanding.
 #include <execinfo.h>
 
 #include <atomic>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../log.hpp"
 #include "adaptor.hpp"
 #include "tracking_resource.hpp"
 
@@ -26,10 +27,15 @@ class TrackingResource final : public Adaptor, public Tracking {
       : Adaptor(std::move(upstream), ResourceKind::tracking), backtraces_(backtraces) {}
   ~TrackingResource() override {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (live_.empty()) return;
-    const std::string r = report_locked();
-    std::fprintf(stderr, "libcumem: %s released with allocations outstanding:\n%s",
-                 describe().c_str(), r.c_str());
+    if (live_.empty() || !log::enabled(log::Level::warning)) return;
+    try {
+      std::string r = report_locked();
+      while (!r.empty() && r.back() == '\n') r.pop_back();
+      log::write(log::Level::warning,
+                 describe() + " released with allocations outstanding:\n" + r);
+    } catch (...) {  // no memory for the report: say at least that much
+      log::write(log::Level::warning, "a tracking resource was released with allocations outstanding");
+    }
   }
   std::string describe() const override { return "tracking over " + upstream().describe(); }
 

@@ -601,3 +601,30 @@ TEST(FacadeAdaptors, CallbackResourceFromUserFunctions) {
   EXPECT_CUMEM_THROW(cumem::Resource::callback(callbacks), CUMEM_ERROR_INVALID_ARGUMENT,
                      "must not be NULL");
 }
+
+namespace {
+
+void count_message(cumem_log_level_t, const char*, void* user_data) {
+  ++*static_cast<int*>(user_data);
+}
+
+TEST(FacadeLog, LevelAndCallback) {
+  cumem::set_log_level(CUMEM_LOG_LEVEL_DEBUG);
+  EXPECT_EQ(cumem::log_level(), CUMEM_LOG_LEVEL_DEBUG);
+  int messages = 0;
+  cumem::set_log_callback(count_message, &messages);
+  EXPECT_EQ(cumem_resource_allocate_raw(nullptr, 8, nullptr, nullptr), CUMEM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(messages, 1);
+  cumem::set_log_callback(nullptr);
+  try {
+    cumem::set_log_level(static_cast<cumem_log_level_t>(9));
+    ADD_FAILURE() << "an invalid level must throw";
+  } catch (const cumem::Error& e) {
+    EXPECT_EQ(e.status(), CUMEM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("argument 'level' is 9"), std::string::npos) << e.what();
+  }
+  cumem::set_log_level(CUMEM_LOG_LEVEL_WARNING);
+  EXPECT_EQ(cumem::log_level(), CUMEM_LOG_LEVEL_WARNING);
+}
+
+}  // namespace
