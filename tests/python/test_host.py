@@ -63,6 +63,26 @@ class HostPython(unittest.TestCase):
         self.assertIn("looks zero-filled", e.exception.message)
         self.assertIn("cumem_host_resource_options_init()", e.exception.message)
 
+    def test_log_callback_and_level(self):
+        seen = []
+        cumem.set_log_callback(lambda level, message: seen.append((level, message)))
+        try:
+            cumem.set_log_level("debug")
+            self.assertEqual(cumem.log_level(), "debug")
+            with self.assertRaises(cumem.CumemError):
+                cumem.Resource.aligned(self.r, 3)
+            self.assertTrue(any(level == "debug" and "power of two" in m for level, m in seen), seen)
+            seen.clear()
+            cumem.set_log_level("error")
+            with self.assertRaises(cumem.CumemError):
+                cumem.Resource.aligned(self.r, 3)
+            self.assertEqual(seen, [])
+            with self.assertRaises(ValueError):
+                cumem.set_log_level("loud")
+        finally:
+            cumem.set_log_level("warning")
+            cumem.set_log_callback(None)
+
     def test_errors_carry_status_and_message(self):
         b = self.r.allocate(8)
         b.close()

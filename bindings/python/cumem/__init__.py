@@ -245,6 +245,45 @@ def framework_resource(device=0):
     return Resource(_out(lib.cumem_framework_get_resource, int(device)))
 
 
+LOG_LEVELS = ("off", "error", "warning", "info", "debug")
+_log_callback = None  # keeps the ctypes callback alive while libcumem may call it
+
+
+def set_log_level(level):
+    """Messages at `level` ("off", "error", "warning", "info", "debug") and
+    more severe are delivered."""
+    if level not in LOG_LEVELS:
+        raise ValueError(f"log level {level!r} is not one of {', '.join(LOG_LEVELS)}")
+    _check(lib.cumem_set_log_level(LOG_LEVELS.index(level)))
+
+
+def log_level():
+    v = ctypes.c_int32()
+    _check(lib.cumem_get_log_level(ctypes.byref(v)))
+    return LOG_LEVELS[v.value]
+
+
+def set_log_callback(fn):
+    """Routes libcumem's messages to fn(level_name, message), called on the
+    thread that produced each one (it must not raise); None: back to stderr."""
+    global _log_callback
+    if fn is None:
+        _check(lib.cumem_set_log_callback(_lib.LogCallback(), None))
+        _log_callback = None
+        return
+
+    def deliver(level, message, _user_data):
+        try:
+            fn(LOG_LEVELS[level], message.decode("utf-8", "replace"))
+        except Exception:  # a callback must not unwind into libcumem
+            pass
+
+    callback = _lib.LogCallback(deliver)
+    _check(lib.cumem_set_log_callback(callback, None))
+    # The old callback stays referenced too: another thread may be in it.
+    _log_callback = (callback, _log_callback)
+
+
 from ._dlpack import Buffer, from_dlpack  # noqa: E402  (needs the names above)
 from ._program import (  # noqa: E402
     Kernel, Library, Program, kernel_arguments, launch, launch_config, nvrtc_version)

@@ -106,6 +106,8 @@ def _declare(name, restype, *argtypes):
 
 V = ctypes.c_void_p
 _S = status_t
+# cumem_log_callback_t: (level, message, user_data).
+LogCallback = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_char_p, ctypes.c_void_p)
 for _name, _res, _args in [
     ("cumem_version", ctypes.c_uint32, []),
     ("cumem_status_string", ctypes.c_char_p, [_S]),
@@ -131,6 +133,9 @@ for _name, _res, _args in [
     ("cumem_caching_resource_get_statistics", _S, [V, ctypes.POINTER(CachingStatistics)]),
     ("cumem_caching_resource_release_cached", _S, [V]),
     ("cumem_caching_resource_trim", _S, [V, ctypes.c_uint64]),
+    ("cumem_set_log_callback", _S, [LogCallback, V]),
+    ("cumem_set_log_level", _S, [ctypes.c_int32]),
+    ("cumem_get_log_level", _S, [ctypes.POINTER(ctypes.c_int32)]),
     ("cumem_aligned_resource_create", _S, [V, ctypes.c_uint64, c_void_pp]),
     ("cumem_limit_resource_create", _S, [V, ctypes.c_uint64, c_void_pp]),
     ("cumem_resource_release", _S, [V]),

@@ -138,6 +138,13 @@ pub type cumem_code_type_t = i32;
 pub const CUMEM_CODE_CUBIN: cumem_code_type_t = 0;
 pub const CUMEM_CODE_PTX: cumem_code_type_t = 1;
 
+pub type cumem_log_level_t = i32;
+pub const CUMEM_LOG_LEVEL_OFF: cumem_log_level_t = 0;
+pub const CUMEM_LOG_LEVEL_ERROR: cumem_log_level_t = 1;
+pub const CUMEM_LOG_LEVEL_WARNING: cumem_log_level_t = 2;
+pub const CUMEM_LOG_LEVEL_INFO: cumem_log_level_t = 3;
+pub const CUMEM_LOG_LEVEL_DEBUG: cumem_log_level_t = 4;
+
 pub const CUMEM_DLPACK_MAX_NDIM: u32 = 64;
 pub const CUMEM_IPC_DESCRIPTOR_SIZE: usize = 160;
 
@@ -410,6 +417,10 @@ pub type cumem_deallocate_fn =
     Option<unsafe extern "C" fn(ptr: *mut c_void, size: usize, stream: *mut c_void, user_data: *mut c_void)>;
 pub type cumem_destroy_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 pub type cumem_release_fn = Option<unsafe extern "C" fn(ptr: *mut c_void, size: usize, user_data: *mut c_void)>;
+/// The log callback: runs on the thread that produced the message, must not
+/// unwind; `message` is valid only during the call.
+pub type cumem_log_callback_t =
+    Option<unsafe extern "C" fn(level: cumem_log_level_t, message: *const c_char, user_data: *mut c_void)>;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -999,4 +1010,11 @@ extern "C" {
     pub fn cumem_torch_free(ptr: *mut c_void, size: usize, device: c_int, stream: *mut c_void);
     pub fn cumem_cupy_malloc(param: *mut c_void, size: usize, device_id: c_int) -> *mut c_void;
     pub fn cumem_cupy_free(param: *mut c_void, ptr: *mut c_void, device_id: c_int);
+}
+
+// The log (messages to the host program's own log; levels).
+extern "C" {
+    pub fn cumem_set_log_callback(callback: cumem_log_callback_t, user_data: *mut c_void) -> cumem_status_t;
+    pub fn cumem_set_log_level(level: cumem_log_level_t) -> cumem_status_t;
+    pub fn cumem_get_log_level(out_level: *mut cumem_log_level_t) -> cumem_status_t;
 }

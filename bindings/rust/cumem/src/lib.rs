@@ -134,6 +134,22 @@ pub fn version() -> u32 {
     unsafe { sys::cumem_version() }
 }
 
+/// Messages at `level` (`sys::CUMEM_LOG_LEVEL_*`) and more severe are
+/// delivered to the log (stderr, or the callback set with
+/// `sys::cumem_set_log_callback`).
+pub fn set_log_level(level: sys::cumem_log_level_t) -> Result<()> {
+    // SAFETY: plain value; an unknown level is refused by the library.
+    check(unsafe { sys::cumem_set_log_level(level) })
+}
+
+/// The level set with `set_log_level` (or `CUMEM_LOG_LEVEL`).
+pub fn log_level() -> Result<sys::cumem_log_level_t> {
+    let mut level = 0;
+    // SAFETY: valid out pointer.
+    check(unsafe { sys::cumem_get_log_level(&mut level) })?;
+    Ok(level)
+}
+
 /// The CUDA driver's version (e.g. 13000 for 13.0).
 pub fn driver_version() -> Result<i32> {
     let mut v = 0;

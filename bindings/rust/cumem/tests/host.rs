@@ -27,6 +27,16 @@ fn version_matches_the_header() {
 }
 
 #[test]
+fn log_level_round_trip() {
+    let before = cumem::log_level().unwrap();
+    cumem::set_log_level(cumem::sys::CUMEM_LOG_LEVEL_DEBUG).unwrap();
+    assert_eq!(cumem::log_level().unwrap(), cumem::sys::CUMEM_LOG_LEVEL_DEBUG);
+    let e = cumem::set_log_level(9).unwrap_err();
+    assert_eq!(e.status(), Status::INVALID_ARGUMENT);
+    cumem::set_log_level(before).unwrap();
+}
+
+#[test]
 fn status_strings() {
     assert_eq!(Status::SUCCESS.name(), "CUMEM_SUCCESS");
     assert_eq!(Status::OUT_OF_MEMORY.name(), "CUMEM_ERROR_OUT_OF_MEMORY");
