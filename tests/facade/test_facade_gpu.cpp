@@ -478,8 +478,8 @@ TEST_F(FacadeGpu, InvalidLaunchConfigThrows) {
   const cumem::Kernel k = program.load().get_kernel("add_one");
   const cumem::Buffer x = cumem::Resource::device(device).allocate(1024);
   const size_t n = 256;
-  EXPECT_EQ(status_of([&] { cumem::launch(k, {}, cumem::LaunchConfig(1, 0), x, n); }),
-            CUMEM_ERROR_INVALID_LAUNCH_CONFIG);
+  // A 0 dimension counts as 1 (zero-filled means the default).
+  EXPECT_EQ(status_of([&] { cumem::launch(k, {}, cumem::LaunchConfig(1, 0), x, n); }), CUMEM_SUCCESS);
   EXPECT_EQ(status_of([&] { cumem::launch(k, {}, cumem::LaunchConfig(1, 4096), x, n); }),
             CUMEM_ERROR_INVALID_LAUNCH_CONFIG);
 }
