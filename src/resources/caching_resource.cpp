@@ -481,45 +481,46 @@ class CachingResource final : public Adaptor, public Caching {
 
  private:
   void deallocate(Shard& s, Block block, const Stream* stream) {
-    Block evicted;
-    const Stream* evicted_on = nullptr;
-    Ref<Stream> evicted_ref;
-    {
-      std::lock_guard<Shard> lock(s);
-      const bool small = block.size <= kSmallLimit;
-      // Small blocks up to kShardCap bytes; large ones up to kThreadLarge
-      // blocks and kShardCap bytes (beyond, they merge in the central
-      // pieces at once).
-      if (small ? s.small_cached + block.size <= kShardCap
-                : s.cached - s.small_cached + block.size <= kShardCap) {
+    std::unique_lock<Shard> lock(s);
+    if (block.size <= kSmallLimit) {
+      // Small blocks up to kShardCap bytes; beyond, to the central cache.
+      if (s.small_cached + block.size <= kShardCap) {
         s.cached += block.size;
+        s.small_cached += block.size;
         s.streams.add(block.key, stream);
-        if (small) {
-          s.small.push(block);
-          s.small_cached += block.size;
-          return;
-        }
-        s.large.push_back(block);
-        if (s.large.size() <= kThreadLarge) return;
-        evicted = s.large.front();
-        s.large.erase(s.large.begin());
-        s.cached -= evicted.size;
-        evicted_on = s.streams.stream(evicted.key);
-        evicted_ref = Ref<Stream>::share(const_cast<Stream*>(evicted_on));
-        s.streams.remove(evicted.key);
-      } else {
-        evicted = block;
-        evicted_on = stream;
+        s.small.push(block);
+        return;
       }
+      lock.unlock();
+      std::lock_guard<std::mutex> central(central_.mutex);
+      central_.small.push(block);
+      central_.small_cached += block.size;
+      central_.streams.add(block.key, stream);
+      return;
     }
-    std::lock_guard<std::mutex> lock(central_.mutex);
-    if (evicted.size <= kSmallLimit) {
-      central_.small.push(evicted);
-      central_.small_cached += evicted.size;
-      central_.streams.add(evicted.key, evicted_on);
-    } else {
-      free_piece(evicted, evicted_on);
+    if (block.size > kShardCap) {
+      lock.unlock();
+      std::lock_guard<std::mutex> central(central_.mutex);
+      free_piece(block, stream);
+      return;
     }
+    // The thread keeps its last kThreadLarge large blocks, up to kShardCap
+    // bytes: the oldest make room for this one and go to the central pieces.
+    s.cached += block.size;
+    s.streams.add(block.key, stream);
+    s.large.push_back(block);
+    if (s.large.size() <= kThreadLarge && s.cached - s.small_cached <= kShardCap) return;
+    std::vector<std::pair<Block, Ref<Stream>>> evicted;
+    while (s.large.size() > kThreadLarge || s.cached - s.small_cached > kShardCap) {
+      const Block old = s.large.front();
+      s.large.erase(s.large.begin());
+      s.cached -= old.size;
+      evicted.emplace_back(old, Ref<Stream>::share(const_cast<Stream*>(s.streams.stream(old.key))));
+      s.streams.remove(old.key);
+    }
+    lock.unlock();
+    std::lock_guard<std::mutex> central(central_.mutex);
+    for (const auto& [old, on] : evicted) free_piece(old, on.get());
   }
 
   // Moves every thread's large blocks to the central free pieces; false if
