@@ -11,7 +11,7 @@
 // - Large blocks (above 256 KiB) come from segments, each one upstream
 //   allocation: of 20 MiB for requests under 10 MiB (when the upstream has
 //   room), else of the rounded size. The central cache hands out the smallest free piece that
-//   fits, split to the rounded size; a freed piece merges with free
+//   fits (the lowest address among equals), split to the rounded size; a freed piece merges with free
 //   neighbours of its segment freed on the same stream, and a segment that
 //   is free whole goes back to the upstream when the cache is released. A
 //   thread keeps its last kThreadLarge freed large blocks (up to
@@ -272,20 +272,23 @@ struct Central {
   uint64_t small_cached = 0;
   uint64_t large_free = 0;
   std::unordered_map<void*, Piece*> pieces;                      // every large piece
-  std::set<std::tuple<uintptr_t, uint64_t, Piece*>> by_stream;  // free: stream, size
-  std::set<std::pair<uint64_t, Piece*>> by_size;                 // free: size
+  // Free pieces by stream and size, and by size; ties go to the lowest
+  // address (address-ordered best fit: used memory packs towards the start,
+  // and the outcome does not depend on where the bookkeeping lives).
+  std::set<std::tuple<uintptr_t, uint64_t, char*, Piece*>> by_stream;
+  std::set<std::tuple<uint64_t, char*, Piece*>> by_size;
   StreamRefs streams;
   Counters counts;
 
   void insert_free(Piece* p) {
     p->free = true;
-    by_stream.emplace(p->key, p->size, p);
-    by_size.emplace(p->size, p);
+    by_stream.emplace(p->key, p->size, p->ptr, p);
+    by_size.emplace(p->size, p->ptr, p);
     large_free += p->size;
   }
   void erase_free(Piece* p) {
-    by_stream.erase({p->key, p->size, p});
-    by_size.erase({p->size, p});
+    by_stream.erase({p->key, p->size, p->ptr, p});
+    by_size.erase({p->size, p->ptr, p});
     large_free -= p->size;
     p->free = false;
   }
@@ -363,7 +366,7 @@ class CachingResource final : public Adaptor, public Caching {
     // wait, which stream freed what no longer matters.
     if (stream_ordered_ && device_) device_->synchronize();
     std::vector<Piece*> free_pieces;
-    for (const auto& [size, p] : central_.by_size) free_pieces.push_back(p);
+    for (const auto& [size, ptr, p] : central_.by_size) free_pieces.push_back(p);
     for (Piece* p : free_pieces) central_.erase_free(p);
     for (const Block& b : large) free_pieces.push_back(central_.pieces.at(b.ptr));
     for (Piece* p : free_pieces) {
@@ -606,13 +609,13 @@ class CachingResource final : public Adaptor, public Caching {
   void* take_central_large(uint64_t rounded, uintptr_t key, const Stream* stream) {
     std::lock_guard<std::mutex> lock(central_.mutex);
     Piece* p = nullptr;
-    auto same = central_.by_stream.lower_bound({key, rounded, nullptr});
+    auto same = central_.by_stream.lower_bound({key, rounded, nullptr, nullptr});
     if (same != central_.by_stream.end() && std::get<0>(*same) == key) {
-      p = std::get<2>(*same);
+      p = std::get<3>(*same);
     } else {
-      auto any = central_.by_size.lower_bound({rounded, nullptr});
+      auto any = central_.by_size.lower_bound({rounded, nullptr, nullptr});
       if (any == central_.by_size.end()) return nullptr;
-      p = any->second;
+      p = std::get<2>(*any);
     }
     central_.erase_free(p);
     if (p->size > rounded) {  // split: the rest stays free, on the same stream
