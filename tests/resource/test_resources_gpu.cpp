@@ -114,30 +114,6 @@ TEST_F(ResourceTest, PoolOptionsZeroMeansDefault) {
   cumem_resource_release(r);
 }
 
-TEST_F(ResourceTest, PoolOptionsContradictionsAreRefused) {
-  cumem_pool_options_t o = CUMEM_POOL_OPTIONS_INIT;
-  cumem_resource_t* r = nullptr;
-  o.release_all_unused = CUMEM_TRUE;
-  o.release_threshold = 4096;
-  CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
-                     "options->release_all_unused is set and options->release_threshold is 4096");
-  o = CUMEM_POOL_OPTIONS_INIT;
-  o.use_host_numa_id = CUMEM_TRUE;
-  CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
-                     "options->use_host_numa_id is set, but device memory has no host NUMA node");
-  o = CUMEM_POOL_OPTIONS_INIT;
-  o.host_numa_id = 1;
-  CUMEM_EXPECT_ERROR(cumem_device_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
-                     "options->host_numa_id is 1 but options->use_host_numa_id is false");
-  CUMEM_EXPECT_ERROR(cumem_pinned_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
-                     "options->host_numa_id is 1 but options->use_host_numa_id is false");
-  o.use_host_numa_id = CUMEM_TRUE;
-  o.host_numa_id = -1;
-  CUMEM_EXPECT_ERROR(cumem_pinned_resource_create(device, &o, &r), CUMEM_ERROR_INVALID_ARGUMENT,
-                     "options->host_numa_id -1 is negative");
-  EXPECT_EQ(r, nullptr);
-}
-
 TEST_F(ResourceTest, NewPoolWithMaxSizeRunsOutCleanly) {
   cumem_pool_options_t o = CUMEM_POOL_OPTIONS_INIT;
   o.new_pool = CUMEM_TRUE;
