@@ -798,7 +798,7 @@ CUMEM_API cumem_status_t cumem_aligned_resource_create(cumem_resource_t* upstrea
  *  driver directly is not seen (asking the driver on every call would cost
  *  more than the cached pair). Allocate captured memory from the upstream
  *  itself (a pool's allocations under capture become the graph's own).
- *  - Blocks above 256 KiB are pieces of upstream allocations (20 MiB ones
+ *  - Blocks above 128 KiB are pieces of upstream allocations (20 MiB ones
  *    for requests under 10 MiB, when the upstream has room; else of the
  *    rounded size): the smallest free piece that fits is split to the
  *    rounded size, and freed pieces merge with free neighbours freed on the

@@ -1,14 +1,14 @@
 // The caching adaptor. Rules:
 // - Sizes are rounded up: to 512 B at least, to 8 steps per power of two up
 //   to 16 MiB (at most 12.5% more), and to multiples of 2 MiB above.
-// - Small blocks (up to 256 KiB) are cached in the freeing thread's shard
+// - Small blocks (up to 128 KiB) are cached in the freeing thread's shard
 //   (thread_shard.hpp: one per live thread, so its lock is uncontended) by
 //   rounded size, and handed out again from there: an allocate + free pair
 //   takes no shared lock and writes no shared cache line. A shard keeps up
 //   to kShardCap bytes of small blocks (a small cap, so that a thread that only frees what
 //   another allocates, as PyTorch's backward pass does, hoards little); beyond that, freed blocks go to the central
 //   cache, which every thread looks in before asking the upstream.
-// - Large blocks (above 256 KiB) come from segments, each one upstream
+// - Large blocks (above 128 KiB) come from segments, each one upstream
 //   allocation: of 20 MiB for requests under 10 MiB (when the upstream has
 //   room), else of the rounded size. The central cache hands out the smallest free piece that
 //   fits (the lowest address among equals), split to the rounded size; a freed piece merges with free
@@ -60,7 +60,7 @@ namespace cumem::core {
 namespace {
 
 constexpr uint64_t kMinBlock = 512;
-constexpr uint64_t kSmallLimit = uint64_t{256} << 10;
+constexpr uint64_t kSmallLimit = uint64_t{128} << 10;
 constexpr uint64_t kLargeStep = uint64_t{2} << 20;
 constexpr uint64_t kMidLimit = uint64_t{10} << 20;
 constexpr uint64_t kMidSegment = uint64_t{20} << 20;

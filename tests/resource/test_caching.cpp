@@ -57,12 +57,12 @@ TEST_F(Caching, AFreedBlockIsHandedOutAgainWithoutTheUpstream) {
 
 TEST_F(Caching, SizesAreRoundedAsDocumented) {
   // 8 steps per power of two up to 16 MiB, 2 MiB steps above; requests
-  // above 256 KiB and under 10 MiB take a 20 MiB segment (the rest cached).
+  // above 128 KiB and under 10 MiB take a 20 MiB segment (the rest cached).
   const struct {
     size_t size;
     uint64_t reserved;
   } cases[] = {{1, 512}, {513, 576}, {1000, 1024}, {4097, 4608},
-               {256 << 10, 256 << 10}, {(256 << 10) + 1, 20 << 20},
+               {128 << 10, 128 << 10}, {(128 << 10) + 1, 20 << 20}, {256 << 10, 20 << 20},
                {(1 << 20) - 1, 20 << 20}, {(1 << 20) + 1, 20 << 20}, {(5 << 20) + 1, 20 << 20},
                {(10 << 20) - 1, 10 << 20}, {(9 << 20) + 1, 10 << 20}, {(13 << 20) + 1, 14 << 20},
                {(17 << 20) + 1, 18 << 20}, {(33 << 20) + 1, 34 << 20}};
