@@ -592,7 +592,9 @@ typedef struct cumem_resource_properties_t {
  *  bytes_in_use, and every read raises the peak to the bytes in use it
  *  finds. The peak is exact while every allocation and free happens on one
  *  thread; with several threads it is never above the true peak and may
- *  miss it by up to 2 MiB for each other thread that allocates or frees. */
+ *  miss it, for each other thread that allocates or frees, by up to 2 MiB
+ *  or twice the largest allocation the resource has made, whichever is
+ *  more, and at most 256 MiB. */
 typedef struct cumem_resource_statistics_t {
   uint32_t struct_size;
   uint32_t reserved0;

@@ -2,21 +2,24 @@
 // peak, live and total allocations, without a shared atomic on the common
 // path. Each thread counts in its own shard (thread_shard.hpp):
 // - allocations and frees: plain counters of the shard's owner;
-// - bytes in use: the shard's `pending` bytes, kept between 0 and
-//   kFlushAbove, plus one shared `flushed` total that a shard adds to only
-//   when its pending bytes would leave that range. Above it (the thread
-//   holds more than kFlushAbove), all but kKeep move to `flushed`; below 0
-//   (the thread freed memory counted elsewhere), the deficit does. An
-//   allocate + free pair on one thread, with under kKeep held, touches no
-//   shared cache line.
+// - bytes in use: the shard's `pending` bytes, kept between 0 and a limit,
+//   plus one shared `flushed` total that a shard adds to only when its
+//   pending bytes would leave that range. The limit is kFlushAbove, or
+//   twice the largest allocation the resource has made when that is more
+//   (at most kFlushCap), so that a pair of large allocations does not move
+//   bytes through the shared total every time. Above it, all but kKeep move
+//   to `flushed`; below 0 (the thread freed memory counted elsewhere), the
+//   deficit does. An allocate + free pair on one thread, with less than the
+//   limit held, touches no shared cache line.
 // Reading sums the shards: exact whenever no allocation or free is in
 // flight. The peak: each allocation compares `flushed` plus its own shard's
 // pending bytes with the peak, and each read raises it to the bytes in use
 // it finds. That is exact while every allocation and free happens on one
 // thread; with several, it is never above the truth and below it by at
-// most the other shards' pending bytes (under kFlushAbove each).
+// most the other shards' pending bytes (under the limit each).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -34,14 +37,15 @@ struct ResourceStatistics {
 class Statistics {
  public:
   static constexpr int64_t kFlushAbove = int64_t{2} << 20;
+  static constexpr int64_t kFlushCap = int64_t{256} << 20;
   static constexpr int64_t kKeep = int64_t{1} << 20;
 
   void count_allocation(uint64_t size) noexcept {
     const ThreadShard t = thread_shard();
     Shard& s = shards_[t.index];
-    raise(largest_, size);
+    const uint64_t largest = raise(largest_, size);
     shard_add(s.allocations, uint64_t{1}, t.exclusive);
-    const int64_t pending = add_bytes(s, static_cast<int64_t>(size), t.exclusive);
+    const int64_t pending = add_bytes(s, static_cast<int64_t>(size), t.exclusive, limit_for(largest));
     const int64_t estimate = flushed_.load(std::memory_order_relaxed) + pending;
     if (estimate > 0) raise(peak_, static_cast<uint64_t>(estimate));
   }
@@ -53,7 +57,7 @@ class Statistics {
     const ThreadShard t = thread_shard();
     Shard& s = shards_[t.index];
     shard_add(s.frees, uint64_t{1}, t.exclusive);
-    add_bytes(s, -static_cast<int64_t>(size), t.exclusive);
+    add_bytes(s, -static_cast<int64_t>(size), t.exclusive, limit_for(largest_allocation()));
     return true;
   }
   // Undoes count_deallocation when the free itself failed.
@@ -61,7 +65,7 @@ class Statistics {
     const ThreadShard t = thread_shard();
     Shard& s = shards_[t.index];
     shard_add(s.frees, ~uint64_t{0}, t.exclusive);  // minus one, modulo 2^64
-    add_bytes(s, static_cast<int64_t>(size), t.exclusive);
+    add_bytes(s, static_cast<int64_t>(size), t.exclusive, limit_for(largest_allocation()));
   }
   uint64_t largest_allocation() const noexcept { return largest_.load(std::memory_order_relaxed); }
   uint64_t bytes_in_use() const noexcept { return snapshot().bytes_in_use; }
@@ -97,15 +101,22 @@ class Statistics {
     std::atomic<int64_t> pending{0};  // bytes; the shared shard keeps 0
   };
 
-  // Adds `delta` bytes in use; returns the shard's pending bytes after.
-  int64_t add_bytes(Shard& s, int64_t delta, bool exclusive) noexcept {
+  // The most pending bytes a shard keeps: kFlushAbove, or twice the
+  // largest allocation, at most kFlushCap.
+  static int64_t limit_for(uint64_t largest) noexcept {
+    if (largest >= uint64_t(kFlushCap) / 2) return kFlushCap;
+    return std::max(kFlushAbove, static_cast<int64_t>(2 * largest));
+  }
+  // Adds `delta` bytes in use, keeping the shard's pending bytes in
+  // [0, limit]; returns them.
+  int64_t add_bytes(Shard& s, int64_t delta, bool exclusive, int64_t limit) noexcept {
     if (!exclusive) {
       // Threads sharing a shard count straight into `flushed`.
       flushed_.fetch_add(delta, std::memory_order_relaxed);
       return 0;
     }
     int64_t pending = s.pending.load(std::memory_order_relaxed) + delta;
-    if (pending > kFlushAbove) {
+    if (pending > limit) {
       flushed_.fetch_add(pending - kKeep, std::memory_order_relaxed);
       pending = kKeep;
     } else if (pending < 0) {
@@ -115,11 +126,13 @@ class Statistics {
     s.pending.store(pending, std::memory_order_relaxed);
     return pending;
   }
-  static void raise(std::atomic<uint64_t>& value, uint64_t now) noexcept {
+  // Raises `value` to `now`; returns the value after (the larger).
+  static uint64_t raise(std::atomic<uint64_t>& value, uint64_t now) noexcept {
     uint64_t seen = value.load(std::memory_order_relaxed);
     while (now > seen &&
            !value.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
     }
+    return now > seen ? now : seen;
   }
 
   alignas(64) std::atomic<int64_t> flushed_{0};
