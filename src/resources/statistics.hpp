@@ -53,11 +53,12 @@ class Statistics {
   // no allocation of this resource was ever that large: the size cannot be
   // right. (Bytes in use cannot be checked here without a shared counter.)
   bool count_deallocation(uint64_t size) noexcept {
-    if (size > largest_.load(std::memory_order_relaxed)) return false;
+    const uint64_t largest = largest_.load(std::memory_order_relaxed);
+    if (size > largest) return false;
     const ThreadShard t = thread_shard();
     Shard& s = shards_[t.index];
     shard_add(s.frees, uint64_t{1}, t.exclusive);
-    add_bytes(s, -static_cast<int64_t>(size), t.exclusive, limit_for(largest_allocation()));
+    add_bytes(s, -static_cast<int64_t>(size), t.exclusive, limit_for(largest));
     return true;
   }
   // Undoes count_deallocation when the free itself failed.
