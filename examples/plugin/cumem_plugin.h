@@ -14,11 +14,12 @@
  *  2. Export one function named CUMEM_PLUGIN_ENTRY_NAME with the type
  *     cumem_plugin_run_fn (build with -fvisibility=hidden and mark only it
  *     CUMEM_PLUGIN_EXPORT).
- *  3. Call libcumem only as api->cumem_xxx(...), after checking that
- *     api->version is at least the table version whose members you use
- *     (CUMEM_PLUGIN_TABLE_VERSION here). Never call cumem_xxx() directly:
- *     that would be an undefined symbol, which the checks of
- *     tests/plugin/ refuse.
+ *  3. Call libcumem only through the table, e.g.
+ *     api->cumem_resource_allocate(resource, size, stream, &buffer), after
+ *     checking that api->version is at least the table version whose
+ *     members you use (CUMEM_PLUGIN_TABLE_VERSION here). Never call
+ *     cumem_resource_allocate() and the others directly: each would be an
+ *     undefined symbol, which the checks of tests/plugin/ refuse.
  *  4. Use the host's stream for all work, so that it is ordered with the
  *     host's own work; release every object you created before returning.
  *  5. Fill the report and return 0 on success, 1 on failure.
