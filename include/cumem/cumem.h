@@ -151,7 +151,7 @@
  * libcumem.so.<MAJOR>.<MINOR>.<PATCH>, its SONAME libcumem.so.<MAJOR>
  * (docs/ABI.md, "Versions and file names"). */
 #define CUMEM_VERSION_MAJOR 1
-#define CUMEM_VERSION_MINOR 0
+#define CUMEM_VERSION_MINOR 1
 #define CUMEM_VERSION_PATCH 0
 /** The library's ABI major, equal to CUMEM_VERSION_MAJOR: the SONAME is libcumem.so.N for N = CUMEM_ABI_VERSION. */
 #define CUMEM_ABI_VERSION 1

@@ -22,7 +22,7 @@ use core::mem::size_of;
 // ---------------------------------------------------------------------------
 
 pub const CUMEM_VERSION_MAJOR: u32 = 1;
-pub const CUMEM_VERSION_MINOR: u32 = 0;
+pub const CUMEM_VERSION_MINOR: u32 = 1;
 pub const CUMEM_VERSION_PATCH: u32 = 0;
 pub const CUMEM_ABI_VERSION: u32 = 1;
 pub const fn cumem_make_version(major: u32, minor: u32, patch: u32) -> u32 {
