@@ -130,7 +130,9 @@
  *    pointer that never was a libcumem handle; racing the last release of
  *    a handle with another call on it; a raw allocation freed with a size
  *    other than its own (a size above the resource's largest allocation
- *    is detected); kernel arguments that do not match the kernel.
+ *    is detected everywhere, every wrong size by the aligned adaptor and
+ *    the framework entry points, which keep a record of each allocation);
+ *    kernel arguments that do not match the kernel.
  *  - The CUDA driver reports some errors as "sticky": after a kernel fault
  *    (illegal address, trap, assert) the device's context is lost, and every
  *    later call that uses it fails with CUMEM_ERROR_DRIVER whose message says
@@ -757,8 +759,9 @@ CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
  *  more bytes and hands out the aligned address inside it (the upstream's
  *  statistics count those bytes; the adaptor's count the sizes asked for).
  *  Properties are the upstream's but kind CUMEM_RESOURCE_ALIGNED, is_pool
- *  and ipc_enabled false. A free must give the size of the allocation
- *  (CUMEM_ERROR_INVALID_ARGUMENT otherwise, nothing freed).
+ *  and ipc_enabled false. The adaptor records every allocation: a free
+ *  with another size than the allocation's, or of an address it did not
+ *  hand out, is CUMEM_ERROR_INVALID_ARGUMENT and frees nothing.
  *  CUMEM_ERROR_INVALID_ARGUMENT: alignment 0, not a power of two, or above
  *  1 GiB. */
 CUMEM_API cumem_status_t cumem_aligned_resource_create(cumem_resource_t* upstream,
