@@ -596,7 +596,9 @@ typedef struct cumem_resource_properties_t {
  *  thread; with several threads it is never above the true peak and may
  *  miss it, for each other thread that allocates or frees, by up to 2 MiB
  *  or twice the largest allocation the resource has made, whichever is
- *  more, and at most 256 MiB. */
+ *  more, and at most 256 MiB. Allocations of size 0 (which hold no memory
+ *  and give NULL) are not counted. Reading costs a few cache lines (the
+ *  counters of the threads that used the resource): poll it freely. */
 typedef struct cumem_resource_statistics_t {
   uint32_t struct_size;
   uint32_t reserved0;
@@ -928,7 +930,8 @@ CUMEM_API cumem_status_t cumem_resource_retain(cumem_resource_t* resource);
 CUMEM_API cumem_status_t cumem_resource_release(cumem_resource_t* resource);
 
 /** Allocates `size` bytes ordered on `stream` ([in][optional]) as a buffer.
- *  size 0 gives a valid, empty buffer with a NULL pointer.
+ *  size 0 gives a valid, empty buffer with a NULL pointer (not counted in
+ *  the resource's statistics: it holds no memory).
  *  CUMEM_ERROR_OUT_OF_MEMORY: the message has the size, the resource and its
  *  bytes in use (and reserved, for pools). */
 CUMEM_API cumem_status_t cumem_resource_allocate(cumem_resource_t* resource,
@@ -940,7 +943,8 @@ CUMEM_API cumem_status_t cumem_resource_allocate(cumem_resource_t* resource,
  *  The pointer must go back through cumem_resource_deallocate_raw with the
  *  same size, while the caller still holds a reference to the resource (a
  *  raw pointer does not keep its resource alive, unlike a buffer).
- *  size 0 gives NULL. Statistics count both. */
+ *  size 0 gives NULL and is not counted in the statistics (nor is its
+ *  free, NULL with size 0); every other allocation and free is. */
 CUMEM_API cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resource,
                                                      size_t size,
                                                      const cumem_stream_t* stream,
