@@ -138,6 +138,17 @@
  *    later call that uses it fails with CUMEM_ERROR_DRIVER whose message says
  *    so; releasing objects still works. The process must exit and start
  *    again to use that device.
+ *  - fork(): CUDA does not survive it. In a child forked after this process
+ *    made its first CUDA call through libcumem, every call that needs the
+ *    driver fails with CUMEM_ERROR_NO_DRIVER ("CUDA cannot be used in a
+ *    process forked after CUDA was initialised; use exec or fork first"),
+ *    and objects inherited from the parent are released without driver
+ *    calls. What needs no driver works in such a child: the host resource
+ *    and its adaptors, buffers of host memory (copies and fills with a NULL
+ *    stream), the host shared resource and its import, IPC descriptors,
+ *    allocation handles and cumem_ipc_send / cumem_ipc_receive. A child
+ *    forked before the first CUDA call, or one that execs, uses CUDA as any
+ *    process does.
  */
 #ifndef CUMEM_CUMEM_H
 #define CUMEM_CUMEM_H
