@@ -245,6 +245,11 @@ typedef enum cumem_status_t {
   CUMEM_ERROR_NOT_FOUND = 14,
   /** A launch configuration breaks a device or kernel limit (named). */
   CUMEM_ERROR_INVALID_LAUNCH_CONFIG = 15,
+  /** A limit of the system other than memory ran out: file descriptors
+   *  (RLIMIT_NOFILE or the system's table), memory mappings; the message
+   *  names the limit. Freeing some (closing handles) and calling again can
+   *  succeed. (Since 1.1.) */
+  CUMEM_ERROR_OUT_OF_RESOURCES = 16,
   /** A bug in libcumem: an unexpected exception was caught. */
   CUMEM_ERROR_INTERNAL = 99,
   CUMEM_STATUS_FORCE32 = 0x7FFFFFFF
