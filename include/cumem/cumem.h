@@ -1291,6 +1291,15 @@ CUMEM_API void cumem_dlpack_options_init(cumem_dlpack_options_t* options);
 /** Exports the buffer as a DLPack 1.1 versioned tensor (see above), which
  *  the caller owns: call its deleter exactly once (or hand it to a library
  *  that will). [in][optional] options (NULL: 1-D uint8 over the buffer).
+ *  The export orders nothing: DLPack makes the producer answer for the data
+ *  being ready for the consumer. Before a CUDA consumer reads, make its
+ *  stream wait for the work queued on the buffer (cumem_stream_wait_stream);
+ *  before a CPU consumer (kDLCPU: host-accessible pinned or managed memory
+ *  read on the host) reads, wait for that work to finish
+ *  (cumem_stream_synchronize of the streams it was queued on, or
+ *  cumem_device_synchronize). The Python package's __dlpack__ does both
+ *  (for a CPU consumer it synchronises the buffer's device, or every device
+ *  for pinned memory).
  *  The elements the shape and strides reach must lie inside the buffer.
  *  CUMEM_ERROR_BUFFER_CLOSED: the buffer (or its parent) was closed.
  *  CUMEM_ERROR_INVALID_ARGUMENT: a bad dtype (bits 0 with lanes set, an

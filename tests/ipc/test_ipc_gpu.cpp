@@ -333,6 +333,12 @@ int fuzz_open(int socket, unsigned seed, int rounds) {
       }
     }
     reseal(d);
+    if (std::getenv("CUMEM_IPC_FUZZ_VERBOSE")) {
+      std::fprintf(stderr, "fuzz round %d:", round);
+      for (size_t i = 0; i < sizeof d.bytes; ++i)
+        if (d.bytes[i] != valid.bytes[i] && i < 156) std::fprintf(stderr, " [%zu]=%02x", i, d.bytes[i]);
+      std::fprintf(stderr, "\n");
+    }
     cumem_buffer_t* b = nullptr;
     if (cumem_buffer_from_ipc_descriptor(pool, &d, nullptr, &b) != CUMEM_SUCCESS) continue;
     ++opened;
