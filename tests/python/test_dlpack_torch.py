@@ -96,7 +96,7 @@ def test_cpu_consumer_waits_for_queued_work():
     then fills the buffer, launched just before the export."""
     import ctypes
     try:
-        kernel = cumem.Program.compile(0, SPIN_THEN_FILL).get_kernel("spin_then_fill")
+        kernel = cumem.Program.compile(0, SPIN_THEN_FILL).load().get_kernel("spin_then_fill")
     except cumem.CumemError as e:
         if e.status_name == "CUMEM_ERROR_NO_COMPILER":
             print(f"     skipped: {e.message}")
