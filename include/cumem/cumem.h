@@ -737,8 +737,14 @@ CUMEM_API cumem_status_t cumem_legacy_device_resource_create(const cumem_device_
  *  (memfd) of `capacity` bytes, from which buffers are carved (256-byte
  *  aligned, first fit). Needs no driver. Share it with
  *  cumem_resource_get_allocation_handle and its buffers with
- *  cumem_buffer_get_ipc_descriptor. CUMEM_ERROR_INVALID_ARGUMENT: capacity
- *  0; CUMEM_ERROR_OUT_OF_MEMORY: the file cannot be made that large. */
+ *  cumem_buffer_get_ipc_descriptor. The file is sealed against shrinking
+ *  and growing (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), so no peer can
+ *  change its size under another's mapping; an import refuses a file that
+ *  is not sealed so. CUMEM_ERROR_INVALID_ARGUMENT: capacity 0;
+ *  CUMEM_ERROR_OUT_OF_MEMORY: the file cannot be made that large;
+ *  CUMEM_ERROR_OUT_OF_RESOURCES: the process has no file descriptor left
+ *  (the message names RLIMIT_NOFILE); CUMEM_ERROR_NOT_SUPPORTED: the kernel
+ *  lacks memfd_create or sealing. */
 CUMEM_API cumem_status_t cumem_host_shared_resource_create(uint64_t capacity,
                                                            cumem_resource_t** out_resource);
 
@@ -1476,7 +1482,8 @@ typedef struct cumem_allocation_handle_t cumem_allocation_handle_t;
  *  imported resource may be exported again). The handle owns a new file
  *  descriptor (close-on-exec).
  *  CUMEM_ERROR_NOT_SUPPORTED: the resource cannot be shared this way (the
- *  message says which resources can). */
+ *  message says which resources can). CUMEM_ERROR_OUT_OF_RESOURCES: the
+ *  process has no file descriptor left. */
 CUMEM_API cumem_status_t cumem_resource_get_allocation_handle(
     const cumem_resource_t* resource, cumem_allocation_handle_t** out_handle);
 CUMEM_API cumem_status_t cumem_allocation_handle_retain(cumem_allocation_handle_t* handle);
@@ -1486,7 +1493,8 @@ CUMEM_API cumem_status_t cumem_allocation_handle_release(cumem_allocation_handle
 CUMEM_API cumem_status_t cumem_allocation_handle_fd(const cumem_allocation_handle_t* handle,
                                                     int32_t* out_fd);
 /** A duplicate of the handle's file descriptor (close-on-exec), which the
- *  caller owns and closes. */
+ *  caller owns and closes. CUMEM_ERROR_OUT_OF_RESOURCES: the process has no
+ *  file descriptor left. */
 CUMEM_API cumem_status_t cumem_allocation_handle_dup_fd(
     const cumem_allocation_handle_t* handle, int32_t* out_fd);
 /** The pool's descriptor, to send along with the file descriptor. */
@@ -1504,14 +1512,18 @@ CUMEM_API cumem_status_t cumem_allocation_handle_from_fd(
  *  5.6+; needs permission to ptrace `pid`).
  *  CUMEM_ERROR_NOT_SUPPORTED: the kernel lacks pidfd_getfd or permission is
  *  refused (the message says which). CUMEM_ERROR_INVALID_ARGUMENT: no such
- *  process or file descriptor, or a bad descriptor. */
+ *  process or file descriptor, or a bad descriptor.
+ *  CUMEM_ERROR_OUT_OF_RESOURCES: this process has no file descriptor left. */
 CUMEM_API cumem_status_t cumem_allocation_handle_from_pid(
     const cumem_ipc_descriptor_t* pool_descriptor, int32_t pid, int32_t remote_fd,
     cumem_allocation_handle_t** out_handle);
 
 /** Imports the resource behind an allocation handle: an imported resource
  *  (properties.is_imported) that opens buffer descriptors of that pool but
- *  cannot allocate (CUMEM_ERROR_NOT_SUPPORTED). `device` ([in][optional]):
+ *  cannot allocate (CUMEM_ERROR_NOT_SUPPORTED). A host shared file must be
+ *  sealed against shrinking and growing, as cumem_host_shared_resource_create
+ *  makes it (else CUMEM_ERROR_INVALID_ARGUMENT: "not a shared file
+ *  sealed ..."). `device` ([in][optional]):
  *  for device memory the device the pool lives on (its UUID must match:
  *  else CUMEM_ERROR_WRONG_DEVICE); for pinned memory the device whose
  *  context maps it; NULL for a host shared resource. Importing the same
@@ -1538,10 +1550,17 @@ CUMEM_API cumem_status_t cumem_buffer_get_ipc_descriptor(const cumem_buffer_t* b
  *  counted). Closing the buffer unmaps it here, never frees the exporter's
  *  memory; the exporter must not free the memory while others use it (order
  *  it with an IPC event).
+ *  Descriptors of pools (device, pinned, host shared) carry a tag made with
+ *  the pool's key (which only the pool's own descriptor, sent with its file
+ *  descriptor, carries): the tag is checked before any field reaches the
+ *  driver, so a descriptor changed in any field, its CRC recomputed or
+ *  not, is refused. Legacy descriptors carry none (the driver checks its
+ *  own IPC handle).
  *  CUMEM_ERROR_INVALID_ARGUMENT: a bad descriptor (the check is named), a
- *  descriptor of another pool than `resource`'s, or a size beyond the range
- *  the driver mapped. CUMEM_ERROR_WRONG_DEVICE: a device descriptor from
- *  another device than the resource's. */
+ *  descriptor of another pool than `resource`'s, a tag that does not match
+ *  the pool's key ("authentication tag does not match"), or a size beyond
+ *  the range the driver mapped. CUMEM_ERROR_WRONG_DEVICE: a device
+ *  descriptor from another device than the resource's. */
 CUMEM_API cumem_status_t cumem_buffer_from_ipc_descriptor(
     cumem_resource_t* resource, const cumem_ipc_descriptor_t* descriptor,
     const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
@@ -1563,7 +1582,10 @@ CUMEM_API cumem_status_t cumem_ipc_send(int32_t socket, const cumem_allocation_h
  *  is closed. CUMEM_ERROR_INVALID_STATE: the peer closed the connection;
  *  CUMEM_ERROR_INVALID_ARGUMENT: a malformed message, or more descriptors
  *  than `capacity` (that message is read whole and dropped, its file
- *  descriptor closed, so the next message can still be received). */
+ *  descriptor closed, so the next message can still be received).
+ *  CUMEM_ERROR_OUT_OF_RESOURCES: the message carries a file descriptor and
+ *  this process has none left to receive it into; the message is left
+ *  unread, so that it can be received once a file descriptor is closed. */
 CUMEM_API cumem_status_t cumem_ipc_receive(int32_t socket, cumem_allocation_handle_t** out_handle,
                                            cumem_ipc_descriptor_t* descriptors,
                                            uint32_t capacity, uint32_t* out_count);

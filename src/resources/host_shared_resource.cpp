@@ -56,10 +56,10 @@ class HostSharedBase : public SyncResource, public IpcShareable {
   // descriptor of it, whichever process describes a buffer (so that a
   // buffer opened from a descriptor gives the same descriptor again).
   HostSharedBase(int fd, uint64_t capacity, void* base, const std::array<uint8_t, 16>& pool_id,
-                 bool imported, uint32_t exporter_pid)
+                 const IpcKey& pool_key, bool imported, uint32_t exporter_pid)
       : SyncResource(nullptr, host_shared_properties(imported)),
         fd_(fd), capacity_(capacity), base_(static_cast<char*>(base)), pool_id_(pool_id),
-        exporter_pid_(exporter_pid) {}
+        pool_key_(pool_key), exporter_pid_(exporter_pid) {}
   ~HostSharedBase() override {
     munmap(base_, capacity_);
     ::close(fd_);
@@ -71,6 +71,7 @@ class HostSharedBase : public SyncResource, public IpcShareable {
     d.memory_kind = static_cast<uint32_t>(MemoryKind::host);
     d.size = capacity_;
     d.pool_id = pool_id_;
+    d.pool_key = pool_key_;
     d.exporter_pid = exporter_pid_;
     return AllocationHandle::take(duplicate_fd(fd_, "a host shared resource"), d);
   }
@@ -84,6 +85,7 @@ class HostSharedBase : public SyncResource, public IpcShareable {
     d.offset = offset;
     d.pool_id = pool_id_;
     d.exporter_pid = exporter_pid_;
+    sign(d, pool_key_);
     return d;
   }
 
@@ -94,6 +96,11 @@ class HostSharedBase : public SyncResource, public IpcShareable {
     if (d.pool_id != pool_id_)
       fail(Status::invalid_argument, "the descriptor belongs to another pool than " + describe() +
                                          " (its pool id differs): import that pool first");
+    if (!authentic(d, pool_key_))
+      fail(Status::invalid_argument,
+           "the descriptor's authentication tag does not match the key of " + describe() +
+               ": it was not made by a process holding the pool, or a field was changed after "
+               "it was made (nothing was opened)");
     if (d.offset > capacity_ || d.size > capacity_ - d.offset)
       fail(Status::invalid_argument,
            "the descriptor's range [" + std::to_string(d.offset) + ", +" + std::to_string(d.size) +
@@ -106,6 +113,7 @@ class HostSharedBase : public SyncResource, public IpcShareable {
   uint64_t capacity_;
   char* base_;
   std::array<uint8_t, 16> pool_id_;
+  IpcKey pool_key_;
   uint32_t exporter_pid_;
 };
 
@@ -211,7 +219,8 @@ Ref<Resource> create_host_shared_resource(uint64_t capacity) {
       fail_errno(errno, "sealing the shared memory file against shrinking and growing",
                  Status::not_supported);
     void* base = map_file(fd, capacity);
-    return Ref<Resource>::adopt(new HostSharedResource(fd, capacity, base, random_pool_id(), false,
+    return Ref<Resource>::adopt(new HostSharedResource(fd, capacity, base, random_pool_id(),
+                                                       random_pool_key(), false,
                                                        static_cast<uint32_t>(getpid())));
   } catch (...) {
     ::close(fd);
@@ -235,8 +244,8 @@ Ref<Resource> import_host_shared(Ref<Device>, const AllocationHandle& handle) {
   const int fd = handle.dup_fd();
   try {
     void* base = map_file(fd, pool.size);
-    return Ref<Resource>::adopt(new ImportedHostSharedResource(fd, pool.size, base, pool.pool_id,
-                                                               true, pool.exporter_pid));
+    return Ref<Resource>::adopt(new ImportedHostSharedResource(
+        fd, pool.size, base, pool.pool_id, pool.pool_key, true, pool.exporter_pid));
   } catch (...) {
     ::close(fd);
     throw;

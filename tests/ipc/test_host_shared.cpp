@@ -181,23 +181,27 @@ TEST_F(HostShared, BadDescriptorsAreRefusedSayingWhy) {
   CUMEM_ASSERT_OK(cumem_resource_allocate(other, 64, nullptr, &other_buffer));
   cumem_ipc_descriptor_t foreign;
   CUMEM_ASSERT_OK(cumem_buffer_get_ipc_descriptor(other_buffer, &foreign));
-  cumem_ipc_descriptor_t bad[4] = {descriptor, descriptor, descriptor, foreign};
+  cumem_ipc_descriptor_t bad[5] = {descriptor, descriptor, descriptor, foreign, descriptor};
   bad[0].bytes[70] ^= 0x01;                    // corrupted
-  put_u64(bad[1], 24, kCapacity - 16);         // offset: the range passes the file's end
+  put_u64(bad[1], 24, kCapacity - 16);         // offset past the file's end, CRC recomputed
   reseal(bad[1]);
-  bad[2].bytes[8] = 2;                         // a format version from the future
+  bad[2].bytes[8] = 3;                         // a format version from the future
   reseal(bad[2]);
+  put_u64(bad[4], 16, kCapacity);              // size forged, CRC recomputed (issue 17, item 1)
+  reseal(bad[4]);
   const pid_t child = spawn(
       [](int s) {
         cumem_allocation_handle_t* h = nullptr;
-        cumem_ipc_descriptor_t d[4];
+        cumem_ipc_descriptor_t d[5];
         uint32_t n = 0;
-        CHILD_CHECK(cumem_ipc_receive(s, &h, d, 4, &n), 2);
+        CHILD_CHECK(cumem_ipc_receive(s, &h, d, 5, &n), 2);
         cumem_resource_t* imported = nullptr;
         CHILD_CHECK(cumem_resource_from_allocation_handle(nullptr, h, &imported), 3);
-        const char* expected[4] = {"corrupted", "passes the end", "version 2",
-                                   "another pool"};
-        for (int i = 0; i < 4; ++i) {
+        // A field changed with the CRC recomputed fails the tag: only a
+        // holder of the pool's key can describe its memory.
+        const char* expected[5] = {"corrupted", "authentication tag does not match", "version 3",
+                                   "another pool", "authentication tag does not match"};
+        for (int i = 0; i < 5; ++i) {
           cumem_buffer_t* b = nullptr;
           const cumem_status_t st = cumem_buffer_from_ipc_descriptor(imported, &d[i], nullptr, &b);
           if (st != CUMEM_ERROR_INVALID_ARGUMENT || b != nullptr ||
@@ -216,7 +220,7 @@ TEST_F(HostShared, BadDescriptorsAreRefusedSayingWhy) {
         return 0;
       },
       socket);
-  CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, bad, 4));
+  CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, bad, 5));
   EXPECT_EQ(wait_exit_code(child), 0);
   close(socket);
   cumem_buffer_release(other_buffer);

@@ -219,9 +219,10 @@ int wrong_pool(int socket) {
     std::fprintf(stderr, "wrong_pool: %s\n", cumem_last_error_message());
     return 5;
   }
-  // The right pool, but a size beyond what the driver maps.
+  // The right pool, but a forged size (CRC recomputed): the tag does not
+  // match, so nothing reaches the driver.
   if (cumem_buffer_from_ipc_descriptor(a, &d[1], nullptr, &b) != CUMEM_ERROR_INVALID_ARGUMENT ||
-      std::string(cumem_last_error_message()).find("the driver mapped") == std::string::npos) {
+      std::string(cumem_last_error_message()).find("authentication tag") == std::string::npos) {
     std::fprintf(stderr, "oversize: %s\n", cumem_last_error_message());
     return 7;
   }
@@ -298,15 +299,19 @@ int forged(int socket, const std::string& order) {
 // buffer no larger than the exported one; the process never dies; the
 // valid descriptor still opens afterwards. Fields are mutated one or a few
 // at a time so that the checks behind the first one are reached.
-int fuzz_open(int socket, unsigned seed, int rounds) {
+int fuzz_open(int socket, unsigned seed, int rounds, bool legacy) {
   cumem_device_t* device = nullptr;
   CHILD_CHECK(cumem_device_get(0, &device), 2);
   cumem_allocation_handle_t* h = nullptr;
   cumem_ipc_descriptor_t valid;
   uint32_t n = 0;
-  CHILD_CHECK(cumem_ipc_receive(socket, &h, &valid, 1, &n), 3);
+  CHILD_CHECK(cumem_ipc_receive(socket, legacy ? nullptr : &h, &valid, 1, &n), 3);
   cumem_resource_t* pool = nullptr;
-  CHILD_CHECK(cumem_resource_from_allocation_handle(device, h, &pool), 4);
+  if (legacy) {
+    CHILD_CHECK(cumem_legacy_device_resource_create(device, &pool), 4);
+  } else {
+    CHILD_CHECK(cumem_resource_from_allocation_handle(device, h, &pool), 4);
+  }
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
   auto next = [&state] {
     state ^= state << 13;
@@ -387,7 +392,13 @@ int run_child(const std::string& role, int socket) {
     const char* seed = std::getenv("CUMEM_IPC_FUZZ_SEED");
     const char* rounds = std::getenv("CUMEM_IPC_FUZZ_ROUNDS");
     return fuzz_open(socket, seed ? static_cast<unsigned>(std::atoi(seed)) : 1,
-                     rounds ? std::atoi(rounds) : 3000);
+                     rounds ? std::atoi(rounds) : 3000, false);
+  }
+  if (role == "fuzz_open_legacy") {
+    const char* seed = std::getenv("CUMEM_IPC_FUZZ_SEED");
+    const char* rounds = std::getenv("CUMEM_IPC_FUZZ_ROUNDS");
+    return fuzz_open(socket, seed ? static_cast<unsigned>(std::atoi(seed)) : 1,
+                     rounds ? std::atoi(rounds) : 3000, true);
   }
   std::fprintf(stderr, "unknown role %s\n", role.c_str());
   return 99;
@@ -675,6 +686,23 @@ TEST_F(IpcGpu, MutatedDescriptorsWithRecomputedCrcsNeverCrashTheImporter) {
     close(socket);
     release_pool();
   }
+}
+
+// Legacy descriptors carry no tag (no pool, no key): what reaches the
+// driver is its own IPC handle. Fuzzed the same way, to see that it holds.
+TEST_F(IpcGpu, MutatedLegacyDescriptorsNeverCrashTheImporter) {
+  CUMEM_ASSERT_OK(cumem_legacy_device_resource_create(device, &pool));
+  CUMEM_ASSERT_OK(cumem_resource_allocate(pool, kBytes, stream, &buffer));
+  CUMEM_ASSERT_OK(cumem_buffer_fill(buffer, kPattern, 4, stream));
+  CUMEM_ASSERT_OK(cumem_stream_synchronize(stream));
+  CUMEM_ASSERT_OK(cumem_buffer_get_ipc_descriptor(buffer, &descriptor));
+  int socket = -1;
+  const pid_t child = start_child("fuzz_open_legacy", socket);
+  ASSERT_GT(child, 0);
+  CUMEM_ASSERT_OK(cumem_ipc_send(socket, nullptr, &descriptor, 1));
+  EXPECT_EQ(wait_exit_code(child), 0) << "(128 + n: killed by signal n)";
+  close(socket);
+  release_pool();
 }
 
 TEST_F(IpcGpu, SharingNeedsAnIpcPoolAndAWholeBuffer) {
