@@ -209,11 +209,19 @@ void* VirtualResource::resize(void* ptr, size_t old_size, size_t new_size, const
     fail(Status::out_of_memory, "cannot grow a buffer to " + describe_bytes(new_size) +
                                     ": more than all of " + spec_->describe() + " (" +
                                     describe_bytes(capacity_) + ")");
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   pending_.reclaim();
   Allocation* a = &find(ptr, old_size, "resizing");
-  if (rounded > a->mapped_end) a = &grow(*a, rounded, stream);
-  else if (rounded < a->mapped_end) shrink(*a, rounded, stream);
+  try {
+    if (rounded > a->mapped_end) a = &grow(*a, rounded, stream);
+    else if (rounded < a->mapped_end) shrink(*a, rounded, stream);
+  } catch (const Error& e) {
+    if (e.status() != Status::out_of_memory) throw;
+    lock.unlock();  // usage_details() takes the lock
+    fail(Status::out_of_memory, "out of memory: cannot grow a buffer of " +
+                                    describe_bytes(old_size) + " to " + describe_bytes(new_size) +
+                                    " in " + describe() + usage_details() + "; " + e.what());
+  }
   a->size = new_size;
   count_resize(old_size, new_size);
   return reinterpret_cast<void*>(static_cast<uintptr_t>(a->range->address()));
