@@ -180,7 +180,7 @@ CUMEM_STRUCT_FIELDS(cumem_virtual_statistics_t, "CUMEM_VIRTUAL_STATISTICS_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(granularity),
   CUMEM_FIELD(chunk_size), CUMEM_FIELD(bytes_mapped), CUMEM_FIELD(bytes_reserved),
   CUMEM_FIELD(bytes_pending), CUMEM_FIELD(grows_in_place), CUMEM_FIELD(grows_moved),
-  CUMEM_FIELD(shrinks))
+  CUMEM_FIELD(shrinks), CUMEM_FIELD(chunks_created), CUMEM_FIELD(chunks_released))
 
 #undef CUMEM_STRUCT_FIELDS
 #undef CUMEM_FIELD

@@ -145,6 +145,8 @@ CUMEM_EXPORT cumem_status_t cumem_virtual_resource_get_statistics(
   out_value.grows_in_place = s.grows_in_place;
   out_value.grows_moved = s.grows_moved;
   out_value.shrinks = s.shrinks;
+  out_value.chunks_created = s.chunks_created;
+  out_value.chunks_released = s.chunks_released;
   write_out_struct(stats, out_value);
   CUMEM_CATCH
 }

@@ -1972,9 +1972,11 @@ typedef struct cumem_virtual_statistics_t {
   uint64_t grows_in_place;  /**< resizes that grew at the same address */
   uint64_t grows_moved;     /**< resizes that moved the buffer to a new range */
   uint64_t shrinks;         /**< resizes that gave chunks back */
+  uint64_t chunks_created;  /**< physical chunks (driver handles) ever made or imported */
+  uint64_t chunks_released; /**< of those, released: the live ones are the difference */
 } cumem_virtual_statistics_t;
 #define CUMEM_VIRTUAL_STATISTICS_INIT \
-  { (uint32_t)sizeof(cumem_virtual_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+  { (uint32_t)sizeof(cumem_virtual_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
 
 /** CUMEM_ERROR_NOT_SUPPORTED: not a virtual resource. */
 CUMEM_API cumem_status_t cumem_virtual_resource_get_statistics(

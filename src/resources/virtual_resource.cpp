@@ -359,6 +359,8 @@ VirtualStatistics VirtualResource::virtual_statistics() const {
   s.grows_in_place = grows_in_place_;
   s.grows_moved = grows_moved_;
   s.shrinks = shrinks_;
+  s.chunks_created = spec_->chunks_created();
+  s.chunks_released = spec_->chunks_released();
   return s;
 }
 

@@ -41,6 +41,8 @@ struct VirtualStatistics {
   uint64_t grows_in_place = 0;
   uint64_t grows_moved = 0;
   uint64_t shrinks = 0;
+  uint64_t chunks_created = 0;   // physical chunks (driver handles) ever made
+  uint64_t chunks_released = 0;  // and released: the live ones are the difference
 };
 
 class VirtualResource final : public Resource, public IpcShareable {

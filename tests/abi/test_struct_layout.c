@@ -193,8 +193,8 @@ _Static_assert(offsetof(cumem_virtual_resource_options_t, reserve_size) == 48, "
 _Static_assert(offsetof(cumem_virtual_resource_options_t, peers) == 56, "cumem_virtual_resource_options_t.peers moved");
 _Static_assert(offsetof(cumem_virtual_resource_options_t, peer_count) == 64, "cumem_virtual_resource_options_t.peer_count moved");
 _Static_assert(offsetof(cumem_virtual_resource_options_t, peers_read_only) == 68, "cumem_virtual_resource_options_t.peers_read_only moved");
-_Static_assert(sizeof(cumem_virtual_statistics_t) == 72, "cumem_virtual_statistics_t changed size");
-_Static_assert(sizeof(cumem_virtual_statistics_t) == sizeof(((cumem_virtual_statistics_t*)0)->struct_size) + sizeof(((cumem_virtual_statistics_t*)0)->reserved0) + sizeof(((cumem_virtual_statistics_t*)0)->granularity) + sizeof(((cumem_virtual_statistics_t*)0)->chunk_size) + sizeof(((cumem_virtual_statistics_t*)0)->bytes_mapped) + sizeof(((cumem_virtual_statistics_t*)0)->bytes_reserved) + sizeof(((cumem_virtual_statistics_t*)0)->bytes_pending) + sizeof(((cumem_virtual_statistics_t*)0)->grows_in_place) + sizeof(((cumem_virtual_statistics_t*)0)->grows_moved) + sizeof(((cumem_virtual_statistics_t*)0)->shrinks), "cumem_virtual_statistics_t has padding: add a reserved field (cumem.h conventions)");
+_Static_assert(sizeof(cumem_virtual_statistics_t) == 88, "cumem_virtual_statistics_t changed size");
+_Static_assert(sizeof(cumem_virtual_statistics_t) == sizeof(((cumem_virtual_statistics_t*)0)->struct_size) + sizeof(((cumem_virtual_statistics_t*)0)->reserved0) + sizeof(((cumem_virtual_statistics_t*)0)->granularity) + sizeof(((cumem_virtual_statistics_t*)0)->chunk_size) + sizeof(((cumem_virtual_statistics_t*)0)->bytes_mapped) + sizeof(((cumem_virtual_statistics_t*)0)->bytes_reserved) + sizeof(((cumem_virtual_statistics_t*)0)->bytes_pending) + sizeof(((cumem_virtual_statistics_t*)0)->grows_in_place) + sizeof(((cumem_virtual_statistics_t*)0)->grows_moved) + sizeof(((cumem_virtual_statistics_t*)0)->shrinks) + sizeof(((cumem_virtual_statistics_t*)0)->chunks_created) + sizeof(((cumem_virtual_statistics_t*)0)->chunks_released), "cumem_virtual_statistics_t has padding: add a reserved field (cumem.h conventions)");
 _Static_assert(offsetof(cumem_virtual_statistics_t, struct_size) == 0, "cumem_virtual_statistics_t.struct_size moved");
 _Static_assert(offsetof(cumem_virtual_statistics_t, reserved0) == 4, "cumem_virtual_statistics_t.reserved0 moved");
 _Static_assert(offsetof(cumem_virtual_statistics_t, granularity) == 8, "cumem_virtual_statistics_t.granularity moved");
@@ -205,6 +205,8 @@ _Static_assert(offsetof(cumem_virtual_statistics_t, bytes_pending) == 40, "cumem
 _Static_assert(offsetof(cumem_virtual_statistics_t, grows_in_place) == 48, "cumem_virtual_statistics_t.grows_in_place moved");
 _Static_assert(offsetof(cumem_virtual_statistics_t, grows_moved) == 56, "cumem_virtual_statistics_t.grows_moved moved");
 _Static_assert(offsetof(cumem_virtual_statistics_t, shrinks) == 64, "cumem_virtual_statistics_t.shrinks moved");
+_Static_assert(offsetof(cumem_virtual_statistics_t, chunks_created) == 72, "cumem_virtual_statistics_t.chunks_created moved");
+_Static_assert(offsetof(cumem_virtual_statistics_t, chunks_released) == 80, "cumem_virtual_statistics_t.chunks_released moved");
 
 #endif
 

@@ -601,6 +601,8 @@ TEST_F(VirtualTest, TenThousandRandomCyclesLeaveNothingBehind) {
   EXPECT_GT(s.shrinks, 0u);
   const FakeVmmCounts c = fake.counts();
   EXPECT_EQ(c.creates, c.releases) << "every create has its release";
+  EXPECT_EQ(s.chunks_created, c.creates) << "the resource counts what the driver made";
+  EXPECT_EQ(s.chunks_released, c.releases);
   EXPECT_EQ(c.reserves, c.frees);
   EXPECT_EQ(c.maps, c.unmaps);
   cumem_stream_release(other);
