@@ -1929,17 +1929,19 @@ CUMEM_API cumem_status_t cumem_virtual_resource_create(
  *  deallocation stream): old addresses and chunks given back stay mapped
  *  until the work queued there before the call is done. An empty buffer
  *  (size 0) gets a new allocation. All or nothing: on failure the buffer
- *  is as it was (size, address, contents, every device's access).
+ *  is as it was (size, address, contents, every device's access; only the
+ *  address space it reserves may stay extended).
  *  Thread safety: must not race with other calls on the same buffer (as
  *  cumem_buffer_close).
  *  CUMEM_ERROR_NOT_SUPPORTED: the buffer is not a whole buffer of a
- *  virtual resource (a slice, another resource's, or one through an
- *  adaptor). CUMEM_ERROR_INVALID_STATE: a slice or a DLPack tensor of the
- *  buffer is alive (it would keep the old address or size).
- *  CUMEM_ERROR_INVALID_ARGUMENT: new_size 0 (close the buffer instead), or
- *  `stream` is capturing a graph. CUMEM_ERROR_OUT_OF_MEMORY: the new size
- *  cannot be mapped (after waiting for pending releases); the message has
- *  the sizes. */
+ *  virtual resource (a slice, another resource's, one through an adaptor,
+ *  or one mapped from another process). CUMEM_ERROR_INVALID_STATE: a slice
+ *  or a DLPack tensor of the buffer is alive (it would keep the old address
+ *  or size). CUMEM_ERROR_INVALID_ARGUMENT: new_size 0 (close the buffer
+ *  instead), or the resize must release memory (a shrink, a move) ordered
+ *  on a stream that is capturing a graph. CUMEM_ERROR_OUT_OF_MEMORY: the
+ *  new size is more than the location has, or cannot be mapped (after
+ *  waiting for pending releases); the message has both sizes. */
 CUMEM_API cumem_status_t cumem_buffer_resize(cumem_buffer_t* buffer, size_t new_size,
                                              const cumem_stream_t* stream);
 

@@ -202,6 +202,9 @@ void VirtualResource::do_deallocate(void* ptr, size_t size, const Stream* stream
 }
 
 void* VirtualResource::resize(void* ptr, size_t old_size, size_t new_size, const Stream* stream) {
+  if (imported_)
+    fail(Status::not_supported, "a buffer mapped from another process (" + describe() +
+                                    ") cannot be resized here; the exporter resizes its own");
   if (new_size == 0)
     fail(Status::invalid_argument, "cannot resize a buffer to 0 bytes; close it instead");
   const size_t rounded = spec_->round_up(new_size);

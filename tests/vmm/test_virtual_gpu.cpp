@@ -141,41 +141,49 @@ TEST_F(VirtualGpu, GranularityAndPropertiesOfTheDevice) {
 
 // 10,000 random allocate / grow / shrink / close cycles on two streams,
 // with kernels (fills) queued on the buffers: the device's free memory ends
-// where it started and no driver handle is left.
+// where it started and no driver handle is left. Each buffer is used,
+// resized and closed on the one stream it was allocated on (the caller's
+// rule: a free is ordered after its own stream's work only).
 TEST_F(VirtualGpu, TenThousandRandomCyclesLeaveFreeMemoryAndNoHandle) {
   cumem_resource_t* r = make();
   const uint64_t before = baseline(r);
   cumem_stream_t* other = nullptr;
   CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &other));
   std::mt19937 rng(10000);
-  std::vector<cumem_buffer_t*> live;
+  struct Live {
+    cumem_buffer_t* buffer;
+    cumem_stream_t* stream;
+  };
+  std::vector<Live> live;
   for (int cycle = 0; cycle < 10000; ++cycle) {
-    cumem_stream_t* s = rng() % 2 ? stream : other;
     const size_t size = 4 * (1 + rng() % (16 * kMiB));  // up to 64 MiB, any multiple of 4
     const unsigned op = live.size() < 2 ? 0 : live.size() > 24 ? 3 : rng() % 4;
     if (op == 0) {
+      cumem_stream_t* s = rng() % 2 ? stream : other;
       cumem_buffer_t* b = nullptr;
       ASSERT_EQ(cumem_resource_allocate(r, size, s, &b), CUMEM_SUCCESS)
           << "cycle " << cycle << ": " << cumem_last_error_message();
-      live.push_back(b);
+      live.push_back({b, s});
       if (rng() % 4 == 0) {
         ASSERT_EQ(cumem_buffer_fill(b, static_cast<uint32_t>(cycle), 4, s), CUMEM_SUCCESS);
       }
     } else if (op == 3) {
       const size_t i = rng() % live.size();
-      ASSERT_EQ(cumem_buffer_close(live[i], s), CUMEM_SUCCESS) << cumem_last_error_message();
-      cumem_buffer_release(live[i]);
+      ASSERT_EQ(cumem_buffer_close(live[i].buffer, live[i].stream), CUMEM_SUCCESS)
+          << cumem_last_error_message();
+      cumem_buffer_release(live[i].buffer);
       live.erase(live.begin() + static_cast<long>(i));
     } else {
-      cumem_buffer_t* b = live[rng() % live.size()];
-      ASSERT_EQ(cumem_buffer_resize(b, size, s), CUMEM_SUCCESS)
+      const Live& l = live[rng() % live.size()];
+      ASSERT_EQ(cumem_buffer_resize(l.buffer, size, l.stream), CUMEM_SUCCESS)
           << "cycle " << cycle << ": " << cumem_last_error_message();
       if (rng() % 4 == 0) {
-        ASSERT_EQ(cumem_buffer_fill(b, static_cast<uint32_t>(cycle), 4, s), CUMEM_SUCCESS);
+        ASSERT_EQ(cumem_buffer_fill(l.buffer, static_cast<uint32_t>(cycle), 4, l.stream),
+                  CUMEM_SUCCESS);
       }
     }
   }
-  for (cumem_buffer_t* b : live) cumem_buffer_release(b);
+  for (const Live& l : live) cumem_buffer_release(l.buffer);  // closes on its stream
   CUMEM_ASSERT_OK(cumem_stream_synchronize(stream));
   CUMEM_ASSERT_OK(cumem_stream_synchronize(other));
   CUMEM_ASSERT_OK(cumem_virtual_resource_release_pending(r));

@@ -123,6 +123,8 @@ TEST_F(VirtualIpc, AnImportMapsTheSameMemory) {
   CUMEM_EXPECT_ERROR(cumem_resource_allocate(owner, 10, nullptr, &more), CUMEM_ERROR_NOT_SUPPORTED,
                      "cannot allocate");
   EXPECT_EQ(statistics_of(owner).bytes_in_use, 5 * kGranule + 3);
+  CUMEM_EXPECT_ERROR(cumem_buffer_resize(imported, kGranule, stream), CUMEM_ERROR_NOT_SUPPORTED,
+                     "mapped from another process");
   cumem_resource_release(owner);
   // The handle can go first; the import keeps its own chunks.
   cumem_virtual_ipc_handle_release(handle);
