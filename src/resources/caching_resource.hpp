@@ -1,6 +1,6 @@
 // The caching adaptor: freed blocks stay cached, by rounded size and by the
 // stream they were freed on, and are handed out again without asking the
-// upstream. See caching_resource.cpp for the rules.
+// upstream. See caching_resource.cpp for the rules, caching/ for its parts.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,8 @@ class Caching {
   // Gives every cached block back to the upstream (waits for the device).
   virtual void release_cached() = 0;
   // Gives cached blocks back until at most keep_bytes stay cached (waits
-  // for the device), then trims a pool upstream to what it has in use.
+  // for the device), then, once its frees ran, asks the upstream to give
+  // back what it holds unused (trimmable.hpp: a pool trims to 0).
   virtual void trim(uint64_t keep_bytes) = 0;
 
  protected:
