@@ -92,7 +92,20 @@ namespace cumem::core::driver {
   X(cuIpcGetEventHandle, 4010)               \
   X(cuIpcOpenEventHandle, 4010)              \
   X(cuPointerGetAttribute, 4000)             \
-  X(cuMemGetAddressRange, 3020)
+  X(cuMemGetAddressRange, 3020)              \
+  /* Virtual memory management (src/vmm/). */ \
+  X(cuMemGetAllocationGranularity, 10020)    \
+  X(cuMemAddressReserve, 10020)              \
+  X(cuMemAddressFree, 10020)                 \
+  X(cuMemCreate, 10020)                      \
+  X(cuMemRelease, 10020)                     \
+  X(cuMemMap, 10020)                         \
+  X(cuMemUnmap, 10020)                       \
+  X(cuMemSetAccess, 10020)                   \
+  X(cuMemGetAccess, 10020)                   \
+  X(cuMemExportToShareableHandle, 10020)     \
+  X(cuMemImportFromShareableHandle, 10020)   \
+  X(cuMemGetAllocationPropertiesFromHandle, 10020)
 
 // Function pointers; a member is null when the installed driver is older
 // than the version it needs. Use call() or require(), not the members, so
