@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 /** The newest table version this header describes. */
-#define CUMEM_API_TABLE_VERSION 1
+#define CUMEM_API_TABLE_VERSION 2
 
 typedef uint32_t (*PFN_cumem_version)(void);
 typedef const char* (*PFN_cumem_status_string)(cumem_status_t status);
@@ -167,6 +167,8 @@ typedef cumem_status_t (*PFN_cumem_caching_resource_trim)(cumem_resource_t* reso
 typedef cumem_status_t (*PFN_cumem_set_log_callback)(cumem_log_callback_t callback, void* user_data);
 typedef cumem_status_t (*PFN_cumem_set_log_level)(cumem_log_level_t level);
 typedef cumem_status_t (*PFN_cumem_get_log_level)(cumem_log_level_t* out_level);
+typedef void (*PFN_cumem_caching_resource_options_init)(cumem_caching_resource_options_t* options);
+typedef cumem_status_t (*PFN_cumem_caching_resource_create_with_options)(cumem_resource_t* upstream, const cumem_caching_resource_options_t* options, cumem_resource_t** out_resource);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -321,6 +323,9 @@ struct cumem_api_t {
   PFN_cumem_set_log_callback cumem_set_log_callback;
   PFN_cumem_set_log_level cumem_set_log_level;
   PFN_cumem_get_log_level cumem_get_log_level;
+  /* version 2 */
+  PFN_cumem_caching_resource_options_init cumem_caching_resource_options_init;
+  PFN_cumem_caching_resource_create_with_options cumem_caching_resource_create_with_options;
 };
 
 #ifdef __cplusplus

@@ -35,6 +35,12 @@
 // - Out of memory upstream: every cached block goes back (after waiting for
 //   the device), the upstream is asked to trim what it holds unused
 //   (trimmable.hpp), and the allocation is tried once more before failing.
+// - Expandable (an option; caching/expandable.hpp): large blocks are pieces
+//   of address ranges reserved per stream on the upstream's device, rounded
+//   to 512 B only, with pages (20 MiB by default) mapped when the free
+//   pieces cannot serve a request and unmapped when the cache gives memory
+//   back (trim, release_cached, out of memory), after a wait for the device.
+//   The upstream serves the small blocks only.
 #include "caching_resource.hpp"
 
 #include <algorithm>
@@ -51,10 +57,12 @@
 #include "../log.hpp"
 #include "../thread_shard.hpp"
 #include "caching/bins.hpp"
+#include "caching/expandable.hpp"
 #include "caching/segments.hpp"
 #include "caching/size_classes.hpp"
 #include "caching/stream_order.hpp"
 #include "caching/thread_cache.hpp"
+#include "caching/vmm_pages.hpp"
 #include "sync_resource.hpp"
 #include "trimmable.hpp"
 
@@ -83,12 +91,13 @@ struct alignas(64) Shard {
 };
 
 // What every thread shares: small blocks beyond the shards' caps, and the
-// large segments with their free pieces.
+// large segments with their free pieces (upstream allocations, or the
+// expandable segments).
 struct Central {
   std::mutex mutex;
   Bins small;
   uint64_t small_cached = 0;
-  Segments segments;
+  std::unique_ptr<Segments> segments;
   StreamRefs streams;
   Counters counts;
 };
@@ -98,17 +107,40 @@ using BlockOn = std::pair<Block, Ref<Stream>>;
 
 class CachingResource final : public Adaptor, public Caching {
  public:
-  explicit CachingResource(Ref<Resource> upstream)
+  CachingResource(Ref<Resource> upstream, const CachingOptions& options)
       : Adaptor(std::move(upstream), ResourceKind::caching),
-        stream_ordered_(this->upstream().properties().stream_ordered) {}
+        stream_ordered_(this->upstream().properties().stream_ordered) {
+    if (!options.expandable) {
+      central_.segments = std::make_unique<Segments>();
+      return;
+    }
+    if (this->upstream().properties().memory_kind != MemoryKind::device || !device_)
+      fail(Status::not_supported,
+           "expandable segments are device memory, and " + this->upstream().describe() +
+               " is not: make the expandable cache over a device resource");
+    pages_ = device_pages(Ref<Device>::share(const_cast<Device*>(device_.get())),
+                          options.page_size);
+    auto expandable = std::make_unique<ExpandableSegments>(*pages_);
+    expandable_ = expandable.get();
+    central_.segments = std::move(expandable);
+  }
   ~CachingResource() override {
     try {
       release_cached();
     } catch (...) {
       log::swallowed("giving the cached blocks back to the upstream resource");
     }
+    if (expandable_ && expandable_->in_use_bytes() != 0)
+      log::write(log::Level::warning,
+                 describe() + " was destroyed with " + describe_bytes(expandable_->in_use_bytes()) +
+                     " of large blocks still allocated: their pages stay mapped until the "
+                     "process ends");
   }
-  std::string describe() const override { return "caching over " + upstream().describe(); }
+  std::string describe() const override {
+    if (!expandable_) return "caching over " + upstream().describe();
+    return "caching (expandable, " + describe_bytes(pages_->page_size()) + " pages) over " +
+           upstream().describe();
+  }
 
   CachingStatistics caching_statistics() const override {
     CachingStatistics c;
@@ -125,8 +157,12 @@ class CachingResource final : public Adaptor, public Caching {
     }
     {
       std::lock_guard<std::mutex> lock(central_.mutex);
-      c.bytes_cached += central_.small_cached + central_.segments.free_bytes();
+      c.bytes_cached += central_.small_cached + central_.segments->free_bytes();
       add(central_.counts);
+      if (expandable_) {
+        c.pages_mapped = expandable_->pages_mapped();
+        c.pages_unmapped = expandable_->pages_unmapped();
+      }
     }
     c.bytes_reserved = reserved_.load(std::memory_order_relaxed);
     c.peak_bytes_reserved = peak_reserved_.load(std::memory_order_relaxed);
@@ -153,7 +189,7 @@ class CachingResource final : public Adaptor, public Caching {
 
  protected:
   void* do_allocate(size_t size, const Stream* stream) override {
-    const uint64_t rounded = round_size(size);
+    const uint64_t rounded = expandable_ ? round_expandable(size) : round_size(size);
     const uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
     if (stream_ordered_ && is_capturing(stream))
       fail(Status::invalid_argument,
@@ -180,12 +216,13 @@ class CachingResource final : public Adaptor, public Caching {
       // the search runs again. A miss costs the upstream call anyway.
       if (return_large_blocks())
         if (void* p = take_central_large(rounded, key, stream)) return p;
+      if (expandable_) return allocate_pages(size, rounded, stream);
     }
     return allocate_upstream(size, rounded, stream);
   }
 
   void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
-    const uint64_t rounded = round_size(size);
+    const uint64_t rounded = expandable_ ? round_expandable(size) : round_size(size);
     if (!stream_ordered_) {
       wait_before_free(device_.get(), stream);
       stream = nullptr;
@@ -255,12 +292,12 @@ class CachingResource final : public Adaptor, public Caching {
   }
 
   // Under the central lock: a large piece back to the free pieces, merged
-  // with free neighbours freed on the same stream (each merge leaves one
-  // free piece on that stream fewer).
+  // with free neighbours (each merge leaves one free piece fewer on the
+  // neighbour's stream).
   void free_piece(const Block& b, const Stream* stream) {
-    const int merges = central_.segments.put_back(b.ptr, b.key);
-    central_.streams.add(b.key, stream);
-    for (int i = 0; i < merges; ++i) central_.streams.remove(b.key);
+    const Merged m = central_.segments->put_back(b.ptr, b.key);
+    central_.streams.add(m.key, m.key == b.key ? stream : central_.streams.stream(m.key));
+    for (int i = 0; i < m.count; ++i) central_.streams.remove(m.absorbed[i]);
   }
 
   // Under the lock of the cache that held it: a block freed on stream
@@ -289,7 +326,7 @@ class CachingResource final : public Adaptor, public Caching {
 
   void* take_central_large(uint64_t rounded, uintptr_t key, const Stream* stream) {
     std::lock_guard<std::mutex> lock(central_.mutex);
-    const Taken t = central_.segments.take(rounded, key);
+    const Taken t = central_.segments->take(rounded, key);
     if (!t.ptr) return nullptr;
     // The rest of a split piece is one more free piece on its stream.
     if (t.split) central_.streams.add(t.freed_key, central_.streams.stream(t.freed_key));
@@ -341,7 +378,7 @@ class CachingResource final : public Adaptor, public Caching {
       std::lock_guard<std::mutex> lock(central_.mutex);
       // The rest is free, ordered after this stream's work.
       const uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
-      if (central_.segments.add(ptr, segment, rounded, key))
+      if (central_.segments->add(ptr, segment, rounded, key))
         central_.streams.add(key, stream_ordered_ ? stream : nullptr);
       ++central_.counts.misses;
     } else {
@@ -351,6 +388,51 @@ class CachingResource final : public Adaptor, public Caching {
     }
     count_reserved(segment);
     return ptr;
+  }
+
+  // Expandable: a large block from new pages of the stream's ranges; on out
+  // of memory, every cached block goes back (its pages unmapped) and the
+  // pages are asked for once more.
+  void* allocate_pages(size_t size, uint64_t rounded, const Stream* stream) {
+    std::string refusal;
+    if (void* p = try_pages(rounded, stream, &refusal)) return p;
+    retries_.fetch_add(1, std::memory_order_relaxed);
+    const CachingStatistics before = caching_statistics();
+    trim(0);
+    if (void* p = try_pages(rounded, stream, &refusal)) {
+      if (log::enabled(log::Level::info))
+        log::write(log::Level::info, describe() + ": mapping pages for " +
+                                         describe_bytes(rounded) + " ran out of memory; served "
+                                         "after giving back " +
+                                         describe_bytes(before.bytes_cached) + " of cached blocks");
+      return p;
+    }
+    fail(Status::out_of_memory,
+         "the cache could not map pages for " + describe_bytes(rounded) + " (" +
+             describe_bytes(size) + " rounded up) even after giving back " +
+             describe_bytes(before.bytes_cached) + " of cached blocks; it had " +
+             describe_bytes(before.bytes_reserved - before.bytes_cached) + " in use of " +
+             describe_bytes(before.bytes_reserved) + " reserved; " + refusal);
+  }
+
+  // The block, or nullptr when the pages are out of memory (why in `refusal`).
+  void* try_pages(uint64_t rounded, const Stream* stream, std::string* refusal) {
+    const uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
+    std::lock_guard<std::mutex> lock(central_.mutex);
+    Grown g;
+    try {
+      g = expandable_->grow(rounded, key);
+    } catch (const Error& e) {
+      if (e.status() != Status::out_of_memory) throw;
+      *refusal = e.what();
+      return nullptr;
+    }
+    for (int i = 0; i < g.consumed_count; ++i) central_.streams.remove(g.consumed[i]);
+    // The rest of the new pages is free, ordered after this stream's work.
+    if (g.taken.split) central_.streams.add(key, stream_ordered_ ? stream : nullptr);
+    ++central_.counts.misses;
+    count_reserved(g.mapped);
+    return g.taken.ptr;
   }
 
   void count_reserved(uint64_t bytes) {
@@ -385,16 +467,18 @@ class CachingResource final : public Adaptor, public Caching {
     std::lock_guard<std::mutex> lock(central_.mutex);
     central_.small.drain([&](const Block& b) { small.push_back(b); });
     central_.small_cached = 0;
-    if (small.empty() && large.empty() && !central_.segments.has_free()) return;
-    // Work queued before the frees may still use the blocks; after this
-    // wait, which stream freed what no longer matters.
+    if (small.empty() && large.empty() && !central_.segments->has_free()) return;
+    // Work queued before the frees may still use the blocks (and their
+    // pages); after this wait, which stream freed what no longer matters.
     if (stream_ordered_ && device_) device_->synchronize();
-    central_.segments.forget_streams(large);
+    central_.segments->forget_streams(large);
     central_.streams.clear();
-    uint64_t cached = central_.segments.free_bytes();
+    uint64_t cached = central_.segments->free_bytes();
     for (const Block& b : small) cached += b.size;
-    central_.segments.release_whole(keep, cached,
-                                    [&](void* ptr, uint64_t size) { give_back(ptr, size); });
+    central_.segments->release_whole(keep, cached,
+                                     [&](void* ptr, uint64_t size) { give_back(ptr, size); });
+    if (expandable_)
+      reserved_.fetch_sub(expandable_->unmap_free(keep, cached), std::memory_order_relaxed);
     std::sort(small.begin(), small.end(),
               [](const Block& a, const Block& b) { return a.size > b.size; });
     for (Block& b : small) {
@@ -410,6 +494,10 @@ class CachingResource final : public Adaptor, public Caching {
   }
 
   const bool stream_ordered_;
+  // Expandable: where the pages come from, and the segments they fill (the
+  // same object as central_.segments).
+  std::unique_ptr<PageSource> pages_;
+  ExpandableSegments* expandable_ = nullptr;
   // Apart from the object: kThreadShards + 1 shards of a few KiB each.
   const std::unique_ptr<Shard[]> shards_{new Shard[kThreadShards + 1]};
   mutable Central central_;
@@ -418,8 +506,8 @@ class CachingResource final : public Adaptor, public Caching {
 
 }  // namespace
 
-Ref<Resource> create_caching_resource(Ref<Resource> upstream) {
-  return Ref<Resource>::adopt(new CachingResource(std::move(upstream)));
+Ref<Resource> create_caching_resource(Ref<Resource> upstream, const CachingOptions& options) {
+  return Ref<Resource>::adopt(new CachingResource(std::move(upstream), options));
 }
 
 }  // namespace cumem::core

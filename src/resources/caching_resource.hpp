@@ -17,6 +17,15 @@ struct CachingStatistics {
   uint64_t misses = 0;          // allocations that went to the upstream
   uint64_t stream_reuses = 0;   // hits on a block freed on another stream
   uint64_t oom_retries = 0;     // upstream out of memory: cache released, retried
+  uint64_t pages_mapped = 0;    // expandable: pages ever mapped
+  uint64_t pages_unmapped = 0;  // expandable: pages ever unmapped
+};
+
+struct CachingOptions {
+  // Large blocks are pieces of address ranges the cache reserves per stream
+  // on the upstream's device, pages mapped on demand (caching/expandable.hpp).
+  bool expandable = false;
+  uint64_t page_size = 0;  // expandable: bytes mapped at a time; 0: 20 MiB
 };
 
 // The caching adaptor's own calls (the C layer finds them by dynamic_cast).
@@ -34,6 +43,9 @@ class Caching {
   ~Caching() = default;
 };
 
-Ref<Resource> create_caching_resource(Ref<Resource> upstream);
+// Expandable needs an upstream of device memory on a device with virtual
+// memory management (else not_supported) and a page size that is a
+// multiple of the device's granularity (else invalid_argument).
+Ref<Resource> create_caching_resource(Ref<Resource> upstream, const CachingOptions& options = {});
 
 }  // namespace cumem::core

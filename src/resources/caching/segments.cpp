@@ -40,14 +40,8 @@ bool Segments::add(void* ptr, uint64_t size, uint64_t rounded, uintptr_t key) {
   p->size = rounded;
   pieces_.emplace(ptr, p);
   if (size <= rounded) return false;
-  Piece* rest = new Piece;
-  rest->ptr = p->ptr + rounded;
-  rest->size = size - rounded;
-  rest->key = key;
-  rest->prev = p;
-  p->next = rest;
-  pieces_.emplace(rest->ptr, rest);
-  insert_free(rest);
+  p->key = key;
+  insert_free(insert_after(p, p->ptr + rounded, size - rounded));
   return true;
 }
 
@@ -62,48 +56,73 @@ Taken Segments::take(uint64_t rounded, uintptr_t key) {
     p = std::get<2>(*any);
   }
   erase_free(p);
+  return hand_out(p, rounded);
+}
+
+Piece* Segments::insert_after(Piece* p, char* ptr, uint64_t size) {
+  Piece* n = new Piece;
+  n->ptr = ptr;
+  n->size = size;
+  n->key = p->key;
+  n->segment = p->segment;
+  n->prev = p;
+  n->next = p->next;
+  if (p->next) p->next->prev = n;
+  p->next = n;
+  pieces_.emplace(ptr, n);
+  return n;
+}
+
+Taken Segments::hand_out(Piece* p, uint64_t rounded) {
   Taken t{p->ptr, p->key, false};
   if (p->size > rounded) {  // split: the rest stays free, on the same stream
-    Piece* rest = new Piece;
-    rest->ptr = p->ptr + rounded;
-    rest->size = p->size - rounded;
-    rest->key = p->key;
-    rest->prev = p;
-    rest->next = p->next;
-    if (p->next) p->next->prev = rest;
-    p->next = rest;
+    Piece* rest = insert_after(p, p->ptr + rounded, p->size - rounded);
     p->size = rounded;
-    pieces_.emplace(rest->ptr, rest);
     insert_free(rest);
     t.split = true;
   }
   return t;
 }
 
-int Segments::put_back(void* ptr, uintptr_t key) {
+namespace {
+// Whether the free neighbour `n` can join a piece freed on `key`: the same
+// stream, or one side has no pending work.
+bool mergeable(const Piece* n, uintptr_t key) {
+  return n && n->free && (n->key == key || n->key == kAnyStream || key == kAnyStream);
+}
+}  // namespace
+
+Merged Segments::put_back(void* ptr, uintptr_t key) {
   const auto it = pieces_.find(ptr);
   if (it == pieces_.end())
     fail(Status::invalid_argument, "the caching adaptor did not hand out address " +
                                        std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
                                        " as a large block");
   Piece* p = it->second;
-  p->key = key;
-  int merges = 0;
-  if (p->prev && p->prev->free && p->prev->key == key) {
+  if (p->free || !p->mapped)
+    fail(Status::invalid_argument, "the large block at address " +
+                                       std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
+                                       " is not in use (freed twice?); nothing was freed");
+  Merged m;
+  m.key = key;
+  if (mergeable(p->prev, m.key)) {
     Piece* prev = p->prev;
+    if (m.key == kAnyStream) m.key = prev->key;
+    m.absorbed[m.count++] = prev->key;
     erase_free(prev);
     absorb(prev, p);
     p = prev;
-    ++merges;
   }
-  if (p->next && p->next->free && p->next->key == key) {
+  if (mergeable(p->next, m.key)) {
     Piece* next = p->next;
+    if (m.key == kAnyStream) m.key = next->key;
+    m.absorbed[m.count++] = next->key;
     erase_free(next);
     absorb(p, next);
-    ++merges;
   }
+  p->key = m.key;
   insert_free(p);
-  return merges;
+  return m;
 }
 
 void Segments::forget_streams(const std::vector<void*>& returned) {
@@ -137,7 +156,7 @@ void Segments::forget_streams(const std::vector<void*>& returned) {
 std::vector<std::pair<uint64_t, Piece*>> Segments::whole_segments() const {
   std::vector<std::pair<uint64_t, Piece*>> whole;
   for (const auto& [ptr, p] : pieces_)
-    if (!p->prev && !p->next && p->free) whole.emplace_back(p->size, p);
+    if (!p->prev && !p->next && p->free && !p->segment) whole.emplace_back(p->size, p);
   std::sort(whole.begin(), whole.end(), std::greater<>());
   return whole;
 }

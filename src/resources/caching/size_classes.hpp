@@ -32,6 +32,17 @@ inline uint64_t round_size(uint64_t size) {
 
 inline bool is_small(uint64_t rounded) { return rounded <= kSmallLimit; }
 
+// The rounding of an expandable cache: small sizes as round_size, large ones
+// to a multiple of kMinBlock only. Its large blocks are pieces of pages
+// mapped on demand, so what it holds is the pages, and rounding a block up
+// further would only waste them.
+inline uint64_t round_expandable(uint64_t size) {
+  if (size <= kSmallLimit) return round_size(size);
+  if (size > UINT64_MAX - kMinBlock)
+    fail(Status::out_of_memory, "the size " + std::to_string(size) + " cannot be rounded up");
+  return (size + kMinBlock - 1) / kMinBlock * kMinBlock;
+}
+
 // The small size classes: kMinBlock, then 8 per power of two to kSmallLimit.
 inline constexpr size_t kSmallClasses =
     1 + static_cast<size_t>(__builtin_ctzll(kSmallLimit) - 9) * 8;

@@ -66,15 +66,18 @@ TEST(CachingSegments, FreedPiecesMergeOnlyWithNeighboursOfTheSameStream) {
   void* p[4] = {segment(0), nullptr, nullptr, nullptr};
   for (int i = 1; i < 4; ++i) p[i] = s.take(2 * MiB, 1).ptr;
   for (int i = 0; i < 4; ++i) ASSERT_EQ(p[i], segment(0) + i * 2 * MiB);
-  EXPECT_EQ(s.put_back(p[1], 1), 0);
-  EXPECT_EQ(s.put_back(p[2], 2), 0) << "stream 2 does not merge with stream 1";
-  EXPECT_EQ(s.put_back(p[0], 1), 1) << "merges with p[1]";
-  EXPECT_EQ(s.put_back(p[3], 2), 1) << "merges with p[2]";
+  EXPECT_EQ(s.put_back(p[1], 1).count, 0);
+  EXPECT_EQ(s.put_back(p[2], 2).count, 0) << "stream 2 does not merge with stream 1";
+  Merged m = s.put_back(p[0], 1);
+  EXPECT_EQ(m.count, 1) << "merges with p[1]";
+  EXPECT_EQ(m.absorbed[0], 1u);
+  EXPECT_EQ(m.key, 1u);
+  EXPECT_EQ(s.put_back(p[3], 2).count, 1) << "merges with p[2]";
   EXPECT_EQ(s.piece_count(), 2u);
   EXPECT_EQ(s.take(4 * MiB, 1).ptr, segment(0));
   EXPECT_EQ(s.take(4 * MiB, 2).ptr, segment(0) + 4 * MiB);
   s.put_back(segment(0), 3);
-  EXPECT_EQ(s.put_back(segment(0) + 4 * MiB, 3), 1) << "both on stream 3: one piece again";
+  EXPECT_EQ(s.put_back(segment(0) + 4 * MiB, 3).count, 1) << "both on stream 3: one piece again";
   EXPECT_EQ(s.piece_count(), 1u);
   EXPECT_EQ(s.take(8 * MiB, 3).ptr, segment(0));
 }
@@ -118,6 +121,40 @@ TEST(CachingSegments, AfterForgettingStreamsEverythingMergesAndWholeSegmentsGoLa
   const Taken t = s.take(18 * MiB, 5);
   EXPECT_EQ(t.ptr, segment(2) + 2 * MiB);
   EXPECT_EQ(t.freed_key, kAnyStream) << "no pending work after the wait";
+}
+
+TEST(CachingSegments, APieceWithNoPendingWorkMergesWithAnyStream) {
+  Segments s;
+  s.add(segment(0), 6 * MiB, 2 * MiB, kAnyStream);  // 2..6 free on no stream
+  void* mid = s.take(2 * MiB, 1).ptr;
+  ASSERT_EQ(mid, segment(0) + 2 * MiB);
+  Merged m = s.put_back(mid, 5);
+  EXPECT_EQ(m.key, 5u) << "the merged piece is ordered after stream 5";
+  ASSERT_EQ(m.count, 1);
+  EXPECT_EQ(m.absorbed[0], kAnyStream);
+  // Freed with no pending work (a synchronous upstream), it takes its
+  // neighbour's stream.
+  m = s.put_back(segment(0), kAnyStream);
+  EXPECT_EQ(m.key, 5u);
+  EXPECT_EQ(m.count, 1);
+  EXPECT_EQ(s.piece_count(), 1u);
+  const Taken t = s.take(6 * MiB, 7);
+  EXPECT_EQ(t.ptr, segment(0));
+  EXPECT_EQ(t.freed_key, 5u);
+}
+
+TEST(CachingSegments, AFreeTwiceIsRefused) {
+  Segments s;
+  s.add(segment(0), 4 * MiB, 2 * MiB, 1);
+  s.put_back(segment(0), 1);
+  try {
+    s.put_back(segment(0), 1);
+    FAIL() << "no error";
+  } catch (const cumem::core::Error& e) {
+    EXPECT_EQ(e.status(), cumem::core::Status::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("freed twice"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s.free_bytes(), 4 * MiB);
 }
 
 }  // namespace
