@@ -1408,7 +1408,10 @@ CUMEM_API cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* reso
  * first use, chosen by the environment variable CUMEM_FRAMEWORK_RESOURCE:
  * "device" (or unset/empty) for the device's default-pool device resource
  * (cumem_device_resource_create with default options), "caching" for the
- * caching adaptor over it. CuPy's `param` may also name a resource
+ * caching adaptor over it, "expandable" for the caching adaptor with
+ * expandable segments over it (cumem_caching_resource_options_t.expandable:
+ * what PyTorch's expandable_segments:True is to its allocator; the default
+ * page size). CuPy's `param` may also name a resource
  * directly (a cumem_resource_t*; NULL: the per-device one).
  *
  * Every allocation is remembered (pointer -> resource, size, stream) until

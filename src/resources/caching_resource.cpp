@@ -394,6 +394,12 @@ class CachingResource final : public Adaptor, public Caching {
   // of memory, every cached block goes back (its pages unmapped) and the
   // pages are asked for once more.
   void* allocate_pages(size_t size, uint64_t rounded, const Stream* stream) {
+    // More than the device has can never be mapped: no reservation, no trim.
+    if (rounded > pages_->range_size())
+      fail(Status::out_of_memory,
+           "a block of " + describe_bytes(rounded) + " is larger than the address range the "
+           "cache reserves per stream (" + describe_bytes(pages_->range_size()) +
+           ", the device's memory and an eighth)");
     std::string refusal;
     if (void* p = try_pages(rounded, stream, &refusal)) return p;
     retries_.fetch_add(1, std::memory_order_relaxed);

@@ -217,6 +217,12 @@ TEST_F(ExpandableCache, OutOfMemoryUnmapsTheCacheAndRetries) {
   EXPECT_NE(std::string(cumem_last_error_message()).find("in use of"), std::string::npos)
       << cumem_last_error_message();
   EXPECT_EQ(caching_of(cache).oom_retries, 2u);
+  // Larger than the device: refused at once, nothing given back or reserved.
+  const uint64_t reserves = fake.counts().reserves;
+  CUMEM_EXPECT_ERROR(cumem_resource_allocate_raw(cache, size_t{1} << 50, stream, &x),
+                     CUMEM_ERROR_OUT_OF_MEMORY, "larger than the address range");
+  EXPECT_EQ(fake.counts().reserves, reserves);
+  EXPECT_EQ(caching_of(cache).oom_retries, 2u);
   free(b, 20 * MiB);
   free(c, 70 * MiB);
 }
