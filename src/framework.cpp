@@ -64,11 +64,17 @@ void check_device(int device) {
 Ref<Resource> make_default(int device) {
   const char* env = std::getenv("CUMEM_FRAMEWORK_RESOURCE");
   const std::string kind = env ? env : "";
-  if (!kind.empty() && kind != "device" && kind != "caching")
+  if (!kind.empty() && kind != "device" && kind != "caching" && kind != "expandable")
     fail(Status::invalid_argument, "CUMEM_FRAMEWORK_RESOURCE is '" + kind +
-                                       "'; it must be 'device', 'caching' or unset");
+                                       "'; it must be 'device', 'caching', 'expandable' or unset");
   Ref<Resource> r = create_device_resource(Device::get(device), PoolOptions{});
   if (kind == "caching") r = create_caching_resource(std::move(r));
+  // The caching adaptor with expandable segments (PyTorch's expandable_segments:True).
+  if (kind == "expandable") {
+    CachingOptions expandable;
+    expandable.expandable = true;
+    r = create_caching_resource(std::move(r), expandable);
+  }
   return r;
 }
 

@@ -851,9 +851,13 @@ typedef struct cumem_caching_statistics_t {
   uint64_t misses;              /**< allocations that went to the upstream */
   uint64_t stream_reuses;       /**< hits on a block freed on another stream */
   uint64_t oom_retries;         /**< upstream out of memory, cache given back, retried */
+  /** Expandable caches: pages ever mapped, and ever unmapped (each
+   *  page_size bytes); 0 for the others. Since 1.1. */
+  uint64_t pages_mapped;
+  uint64_t pages_unmapped;
 } cumem_caching_statistics_t;
 #define CUMEM_CACHING_STATISTICS_INIT \
-  { (uint32_t)sizeof(cumem_caching_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+  { (uint32_t)sizeof(cumem_caching_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
 
 /** CUMEM_ERROR_NOT_SUPPORTED: the resource is not a caching adaptor. */
 CUMEM_API cumem_status_t cumem_caching_resource_get_statistics(
@@ -871,6 +875,59 @@ CUMEM_API cumem_status_t cumem_caching_resource_release_cached(cumem_resource_t*
  *  CUMEM_ERROR_NOT_SUPPORTED: not a caching adaptor. */
 CUMEM_API cumem_status_t cumem_caching_resource_trim(cumem_resource_t* resource,
                                                      uint64_t keep_bytes);
+
+/** Options of the caching adaptor (cumem_caching_resource_create_with_options;
+ *  zero-filled, or NULL, is what cumem_caching_resource_create makes). */
+typedef struct cumem_caching_resource_options_t {
+  uint32_t struct_size;
+  /** Expandable segments (PyTorch's expandable_segments:True): blocks above
+   *  128 KiB are pieces of an address range the cache reserves for each
+   *  stream on the upstream's device (enough for the device's memory and an
+   *  eighth more; another when one fills up), rounded up to 512 B only.
+   *  Physical memory is mapped into a stream's range in pages of page_size
+   *  bytes when no free piece can serve a request, at the lowest address
+   *  where a free piece and new pages together fit it, so a block freed at
+   *  one size serves any other size and the cache holds about what it hands
+   *  out (plus less than a page per stream). Pages are unmapped, after
+   *  waiting for the device's queued work, when the cache gives memory back:
+   *  cumem_caching_resource_trim, _release_cached, an allocation that runs
+   *  out of memory, the resource's release. Mapping is synchronous with the
+   *  GPU (tens of microseconds a page): the first allocations that grow a
+   *  range are slower than a pool's; cached pairs are as fast as without.
+   *  The upstream serves the small blocks (up to 128 KiB) only, so an
+   *  adaptor under the cache (a limit) does not see the large blocks: put a
+   *  limit above the cache instead. The upstream's memory must be device
+   *  memory (CUMEM_MEMORY_DEVICE) on a device with virtual memory
+   *  management. The memory is accessible from the upstream's device only
+   *  (not from peers), and cannot be shared with other processes
+   *  (cumem_buffer_get_ipc_descriptor refuses it). Default false. */
+  cumem_bool_t expandable;
+  /** With expandable: the bytes mapped at a time, a multiple of the
+   *  device's virtual-memory granularity (2 MiB on an H200). Larger pages
+   *  map a large block in fewer driver calls; smaller ones leave less
+   *  mapped beyond what is in use. 0 (default): 20 MiB (raised to a
+   *  multiple of the granularity). Must be 0 without expandable. */
+  uint64_t page_size;
+} cumem_caching_resource_options_t;
+#define CUMEM_CACHING_RESOURCE_OPTIONS_INIT \
+  { (uint32_t)sizeof(cumem_caching_resource_options_t), CUMEM_FALSE, 0u }
+CUMEM_API void cumem_caching_resource_options_init(cumem_caching_resource_options_t* options);
+
+/** The caching adaptor over `upstream` (kept alive) with options; NULL
+ *  options are the defaults, the adaptor of cumem_caching_resource_create.
+ *  Everything said there holds, and expandable changes the large blocks as
+ *  its field says.
+ *  [in] upstream; [in][optional] options; [out] out_resource.
+ *  Thread safety: any thread; the resource allows every call concurrently.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: upstream or out_resource NULL, a bad
+ *  struct_size, page_size without expandable, or a page_size that is not a
+ *  multiple of the device's granularity (the message names it).
+ *  CUMEM_ERROR_NOT_SUPPORTED: expandable over an upstream whose memory is
+ *  not device memory, or on a device (or driver) without virtual memory
+ *  management. The driver's error when reading the granularity fails. */
+CUMEM_API cumem_status_t cumem_caching_resource_create_with_options(
+    cumem_resource_t* upstream, const cumem_caching_resource_options_t* options,
+    cumem_resource_t** out_resource);
 
 /** The tracking adaptor: records every outstanding allocation of `upstream`
  *  (kept alive) with its size and stream, and with capture_backtraces its
@@ -1387,7 +1444,10 @@ CUMEM_API cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* reso
  * first use, chosen by the environment variable CUMEM_FRAMEWORK_RESOURCE:
  * "device" (or unset/empty) for the device's default-pool device resource
  * (cumem_device_resource_create with default options), "caching" for the
- * caching adaptor over it. CuPy's `param` may also name a resource
+ * caching adaptor over it, "expandable" for the caching adaptor with
+ * expandable segments over it (cumem_caching_resource_options_t.expandable:
+ * what PyTorch's expandable_segments:True is to its allocator; the default
+ * page size). CuPy's `param` may also name a resource
  * directly (a cumem_resource_t*; NULL: the per-device one).
  *
  * Every allocation is remembered (pointer -> resource, size, stream) until

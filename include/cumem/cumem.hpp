@@ -123,6 +123,9 @@ inline cumem_dlpack_options_t dlpack_options() noexcept { return CUMEM_DLPACK_OP
 inline cumem_virtual_resource_options_t virtual_resource_options() noexcept {
   return CUMEM_VIRTUAL_RESOURCE_OPTIONS_INIT;
 }
+inline cumem_caching_resource_options_t caching_resource_options() noexcept {
+  return CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+}
 
 namespace detail {
 // The out structs, as their _INIT macros fill them.
@@ -510,6 +513,16 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     check(cumem_caching_resource_create(upstream.get(), &r));
     return Resource(r);
   }
+  // The caching adaptor with options, e.g. expandable segments
+  // (cumem_caching_resource_create_with_options):
+  //   auto o = cumem::caching_resource_options();
+  //   o.expandable = CUMEM_TRUE;
+  //   auto cache = cumem::Resource::caching(pool, o);
+  static Resource caching(const Resource& upstream, const cumem_caching_resource_options_t& options) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_caching_resource_create_with_options(upstream.get(), &options, &r));
+    return Resource(r);
+  }
   // The tracking adaptor (outstanding allocations; call stacks if asked).
   static Resource tracking(const Resource& upstream, bool backtraces = false) {
     cumem_resource_t* r = nullptr;
@@ -616,8 +629,9 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     return c;
   }
   void release_cached() const { check(cumem_caching_resource_release_cached(get())); }
-  // Gives cached blocks back until at most keep_bytes stay, then trims a
-  // pool upstream (caching adaptors only).
+  // Gives cached blocks back until at most keep_bytes stay (an expandable
+  // cache unmaps their pages), then asks the upstream to trim what it holds
+  // unused (caching adaptors only).
   void trim_cache(uint64_t keep_bytes = 0) const {
     check(cumem_caching_resource_trim(get(), keep_bytes));
   }

@@ -184,6 +184,8 @@ typedef cumem_status_t (*PFN_cumem_virtual_ipc_handle_from_fds)(const uint8_t* d
 typedef cumem_status_t (*PFN_cumem_ipc_send_virtual)(int32_t socket, const cumem_virtual_ipc_handle_t* handle);
 typedef cumem_status_t (*PFN_cumem_ipc_receive_virtual)(int32_t socket, cumem_virtual_ipc_handle_t** out_handle);
 typedef cumem_status_t (*PFN_cumem_buffer_from_virtual_ipc_handle)(const cumem_device_t* device, const cumem_virtual_ipc_handle_t* handle, const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
+typedef void (*PFN_cumem_caching_resource_options_init)(cumem_caching_resource_options_t* options);
+typedef cumem_status_t (*PFN_cumem_caching_resource_create_with_options)(cumem_resource_t* upstream, const cumem_caching_resource_options_t* options, cumem_resource_t** out_resource);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -356,6 +358,8 @@ struct cumem_api_t {
   PFN_cumem_ipc_send_virtual cumem_ipc_send_virtual;
   PFN_cumem_ipc_receive_virtual cumem_ipc_receive_virtual;
   PFN_cumem_buffer_from_virtual_ipc_handle cumem_buffer_from_virtual_ipc_handle;
+  PFN_cumem_caching_resource_options_init cumem_caching_resource_options_init;
+  PFN_cumem_caching_resource_create_with_options cumem_caching_resource_create_with_options;
 };
 
 #ifdef __cplusplus

@@ -227,4 +227,24 @@ TEST(NullArguments, VirtualMemory) {
   cumem_resource_release(res);
 }
 
+// The caching adaptor's options (table version 2).
+TEST(NullArguments, CachingResourceWithOptions) {
+  cumem_resource_t* host = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
+  cumem_resource_t* out = nullptr;
+  const cumem_caching_resource_options_t o = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+  expect_all({
+      {"cumem_caching_resource_create_with_options", "upstream",
+       [&] { return cumem_caching_resource_create_with_options(nullptr, &o, &out); }},
+      {"cumem_caching_resource_create_with_options", "out_resource",
+       [&] { return cumem_caching_resource_create_with_options(host, &o, nullptr); }},
+  });
+  EXPECT_EQ(out, nullptr);
+  cumem_caching_resource_options_init(nullptr);  // a NULL struct is ignored
+  // NULL options are the defaults.
+  CUMEM_ASSERT_OK(cumem_caching_resource_create_with_options(host, nullptr, &out));
+  cumem_resource_release(out);
+  cumem_resource_release(host);
+}
+
 }  // namespace

@@ -86,8 +86,8 @@ _Static_assert(sizeof(cumem_managed_resource_options_t) == sizeof(((cumem_manage
 _Static_assert(offsetof(cumem_managed_resource_options_t, struct_size) == 0, "cumem_managed_resource_options_t.struct_size moved");
 _Static_assert(offsetof(cumem_managed_resource_options_t, preferred_location) == 4, "cumem_managed_resource_options_t.preferred_location moved");
 _Static_assert(offsetof(cumem_managed_resource_options_t, disable_pool) == 12, "cumem_managed_resource_options_t.disable_pool moved");
-_Static_assert(sizeof(cumem_caching_statistics_t) == 64, "cumem_caching_statistics_t changed size");
-_Static_assert(sizeof(cumem_caching_statistics_t) == sizeof(((cumem_caching_statistics_t*)0)->struct_size) + sizeof(((cumem_caching_statistics_t*)0)->reserved0) + sizeof(((cumem_caching_statistics_t*)0)->bytes_cached) + sizeof(((cumem_caching_statistics_t*)0)->bytes_reserved) + sizeof(((cumem_caching_statistics_t*)0)->peak_bytes_reserved) + sizeof(((cumem_caching_statistics_t*)0)->hits) + sizeof(((cumem_caching_statistics_t*)0)->misses) + sizeof(((cumem_caching_statistics_t*)0)->stream_reuses) + sizeof(((cumem_caching_statistics_t*)0)->oom_retries), "cumem_caching_statistics_t has padding: add a reserved field (cumem.h conventions)");
+_Static_assert(sizeof(cumem_caching_statistics_t) == 80, "cumem_caching_statistics_t changed size");
+_Static_assert(sizeof(cumem_caching_statistics_t) == sizeof(((cumem_caching_statistics_t*)0)->struct_size) + sizeof(((cumem_caching_statistics_t*)0)->reserved0) + sizeof(((cumem_caching_statistics_t*)0)->bytes_cached) + sizeof(((cumem_caching_statistics_t*)0)->bytes_reserved) + sizeof(((cumem_caching_statistics_t*)0)->peak_bytes_reserved) + sizeof(((cumem_caching_statistics_t*)0)->hits) + sizeof(((cumem_caching_statistics_t*)0)->misses) + sizeof(((cumem_caching_statistics_t*)0)->stream_reuses) + sizeof(((cumem_caching_statistics_t*)0)->oom_retries) + sizeof(((cumem_caching_statistics_t*)0)->pages_mapped) + sizeof(((cumem_caching_statistics_t*)0)->pages_unmapped), "cumem_caching_statistics_t has padding: add a reserved field (cumem.h conventions)");
 _Static_assert(offsetof(cumem_caching_statistics_t, struct_size) == 0, "cumem_caching_statistics_t.struct_size moved");
 _Static_assert(offsetof(cumem_caching_statistics_t, reserved0) == 4, "cumem_caching_statistics_t.reserved0 moved");
 _Static_assert(offsetof(cumem_caching_statistics_t, bytes_cached) == 8, "cumem_caching_statistics_t.bytes_cached moved");
@@ -97,6 +97,13 @@ _Static_assert(offsetof(cumem_caching_statistics_t, hits) == 32, "cumem_caching_
 _Static_assert(offsetof(cumem_caching_statistics_t, misses) == 40, "cumem_caching_statistics_t.misses moved");
 _Static_assert(offsetof(cumem_caching_statistics_t, stream_reuses) == 48, "cumem_caching_statistics_t.stream_reuses moved");
 _Static_assert(offsetof(cumem_caching_statistics_t, oom_retries) == 56, "cumem_caching_statistics_t.oom_retries moved");
+_Static_assert(offsetof(cumem_caching_statistics_t, pages_mapped) == 64, "cumem_caching_statistics_t.pages_mapped moved");
+_Static_assert(offsetof(cumem_caching_statistics_t, pages_unmapped) == 72, "cumem_caching_statistics_t.pages_unmapped moved");
+_Static_assert(sizeof(cumem_caching_resource_options_t) == 16, "cumem_caching_resource_options_t changed size");
+_Static_assert(sizeof(cumem_caching_resource_options_t) == sizeof(((cumem_caching_resource_options_t*)0)->struct_size) + sizeof(((cumem_caching_resource_options_t*)0)->expandable) + sizeof(((cumem_caching_resource_options_t*)0)->page_size), "cumem_caching_resource_options_t has padding: add a reserved field (cumem.h conventions)");
+_Static_assert(offsetof(cumem_caching_resource_options_t, struct_size) == 0, "cumem_caching_resource_options_t.struct_size moved");
+_Static_assert(offsetof(cumem_caching_resource_options_t, expandable) == 4, "cumem_caching_resource_options_t.expandable moved");
+_Static_assert(offsetof(cumem_caching_resource_options_t, page_size) == 8, "cumem_caching_resource_options_t.page_size moved");
 _Static_assert(sizeof(cumem_resource_callbacks_t) == 56, "cumem_resource_callbacks_t changed size");
 _Static_assert(sizeof(cumem_resource_callbacks_t) == sizeof(((cumem_resource_callbacks_t*)0)->struct_size) + sizeof(((cumem_resource_callbacks_t*)0)->memory_kind) + sizeof(((cumem_resource_callbacks_t*)0)->allocate) + sizeof(((cumem_resource_callbacks_t*)0)->deallocate) + sizeof(((cumem_resource_callbacks_t*)0)->destroy) + sizeof(((cumem_resource_callbacks_t*)0)->user_data) + sizeof(((cumem_resource_callbacks_t*)0)->device_accessible) + sizeof(((cumem_resource_callbacks_t*)0)->host_accessible) + sizeof(((cumem_resource_callbacks_t*)0)->stream_ordered) + sizeof(((cumem_resource_callbacks_t*)0)->reserved0), "cumem_resource_callbacks_t has padding: add a reserved field (cumem.h conventions)");
 _Static_assert(offsetof(cumem_resource_callbacks_t, struct_size) == 0, "cumem_resource_callbacks_t.struct_size moved");

@@ -21,6 +21,7 @@ const ResourceKind gpu_kinds[] = {
     aligned_kind("aligned_65536_over_device_pool", device_pool_kind("pool", false), 65536),
     virtual_kind("virtual_device"),
     caching_kind("caching_over_virtual", virtual_kind("virtual")),
+    expandable_caching_kind("caching_expandable_over_device_pool", device_pool_kind("pool", false)),
 };
 
 INSTANTIATE_TEST_SUITE_P(Gpu, ResourceConformance, ::testing::ValuesIn(gpu_kinds), kind_name);

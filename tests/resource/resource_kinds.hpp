@@ -216,6 +216,18 @@ inline ResourceKind caching_kind(std::string name, const ResourceKind& upstream)
   return k;
 }
 
+// The caching adaptor with expandable segments over `upstream` (a device
+// memory kind), default page size.
+inline ResourceKind expandable_caching_kind(std::string name, const ResourceKind& upstream) {
+  ResourceKind k = adaptor(std::move(name), upstream, [](cumem_resource_t* up, cumem_resource_t** out) {
+    cumem_caching_resource_options_t o = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+    o.expandable = CUMEM_TRUE;
+    return cumem_caching_resource_create_with_options(up, &o, out);
+  });
+  k.kind = CUMEM_RESOURCE_CACHING;
+  return k;
+}
+
 // The tracking adaptor over `upstream` (call stacks off).
 inline ResourceKind tracking_kind(std::string name, const ResourceKind& upstream) {
   ResourceKind k = adaptor(std::move(name), upstream, [](cumem_resource_t* up, cumem_resource_t** out) {

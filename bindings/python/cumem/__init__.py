@@ -198,8 +198,16 @@ class Resource(_Handle):
         return cls(_out(lib.cumem_managed_resource_create, d.handle, None), (d,))
 
     @classmethod
-    def caching(cls, upstream):
-        return cls(_out(lib.cumem_caching_resource_create, upstream.handle), (upstream,))
+    def caching(cls, upstream, expandable=False, page_size=0):
+        """The caching adaptor over `upstream`. expandable: large blocks are pieces of
+        per-stream address ranges with pages mapped on demand (device memory only;
+        page_size 0: 20 MiB), as PyTorch's expandable_segments:True."""
+        if not expandable and not page_size:
+            return cls(_out(lib.cumem_caching_resource_create, upstream.handle), (upstream,))
+        o = _lib.CachingResourceOptions(ctypes.sizeof(_lib.CachingResourceOptions),
+                                        1 if expandable else 0, int(page_size))
+        return cls(_out(lib.cumem_caching_resource_create_with_options, upstream.handle,
+                        ctypes.byref(o)), (upstream,))
 
     @classmethod
     def aligned(cls, upstream, alignment):
@@ -237,8 +245,8 @@ class Resource(_Handle):
         _check(lib.cumem_caching_resource_release_cached(self.handle))
 
     def trim(self, keep_bytes=0):
-        """A caching adaptor gives cached blocks back until at most keep_bytes stay,
-        then trims a pool upstream."""
+        """A caching adaptor gives cached blocks back until at most keep_bytes stay
+        (an expandable one unmaps their pages), then asks its upstream to trim."""
         _check(lib.cumem_caching_resource_trim(self.handle, int(keep_bytes)))
 
     def properties(self):

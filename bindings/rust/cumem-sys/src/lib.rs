@@ -393,6 +393,10 @@ pub struct cumem_caching_statistics_t {
     pub misses: u64,
     pub stream_reuses: u64,
     pub oom_retries: u64,
+    /// Expandable caches: pages ever mapped (since 1.1).
+    pub pages_mapped: u64,
+    /// Expandable caches: pages ever unmapped (since 1.1).
+    pub pages_unmapped: u64,
 }
 impl Default for cumem_caching_statistics_t {
     /// CUMEM_CACHING_STATISTICS_INIT.
@@ -407,7 +411,26 @@ impl Default for cumem_caching_statistics_t {
             misses: 0,
             stream_reuses: 0,
             oom_retries: 0,
+            pages_mapped: 0,
+            pages_unmapped: 0,
         }
+    }
+}
+
+/// Options of the caching adaptor (table version 2).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_caching_resource_options_t {
+    pub struct_size: u32,
+    /// Expandable segments (device memory only); default false.
+    pub expandable: cumem_bool_t,
+    /// With expandable: bytes mapped at a time; 0: 20 MiB.
+    pub page_size: u64,
+}
+impl Default for cumem_caching_resource_options_t {
+    /// CUMEM_CACHING_RESOURCE_OPTIONS_INIT.
+    fn default() -> Self {
+        Self { struct_size: struct_size::<Self>(), expandable: CUMEM_FALSE, page_size: 0 }
     }
 }
 
@@ -794,6 +817,12 @@ extern "C" {
     ) -> cumem_status_t;
     pub fn cumem_caching_resource_release_cached(resource: *mut cumem_resource_t) -> cumem_status_t;
     pub fn cumem_caching_resource_trim(resource: *mut cumem_resource_t, keep_bytes: u64) -> cumem_status_t;
+    pub fn cumem_caching_resource_options_init(options: *mut cumem_caching_resource_options_t);
+    pub fn cumem_caching_resource_create_with_options(
+        upstream: *mut cumem_resource_t,
+        options: *const cumem_caching_resource_options_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
     pub fn cumem_aligned_resource_create(
         upstream: *mut cumem_resource_t,
         alignment: u64,

@@ -90,7 +90,11 @@ fn layouts() -> Vec<Layout> {
             struct_size => struct_size, reserved0 => reserved0, bytes_cached => bytes_cached,
             bytes_reserved => bytes_reserved, peak_bytes_reserved => peak_bytes_reserved,
             hits => hits, misses => misses, stream_reuses => stream_reuses,
-            oom_retries => oom_retries,
+            oom_retries => oom_retries, pages_mapped => pages_mapped,
+            pages_unmapped => pages_unmapped,
+        }),
+        layout!(cumem_caching_resource_options_t {
+            struct_size => struct_size, expandable => expandable, page_size => page_size,
         }),
         layout!(cumem_resource_callbacks_t {
             struct_size => struct_size, memory_kind => memory_kind, allocate => allocate,
@@ -327,6 +331,7 @@ fn defaults_init_functions_and_zero_filled_structs_are_the_same_bytes() {
     same!(cumem_resource_properties_t);
     same!(cumem_resource_statistics_t);
     same!(cumem_caching_statistics_t);
+    same!(cumem_caching_resource_options_t, cumem_caching_resource_options_init);
     same!(cumem_buffer_info_t);
     same!(cumem_kernel_attributes_t);
     same!(cumem_virtual_resource_options_t, cumem_virtual_resource_options_init);

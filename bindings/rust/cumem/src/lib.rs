@@ -380,10 +380,33 @@ impl Resource {
     }
 
     /// A caching adaptor gives cached blocks back to its upstream until at
-    /// most `keep_bytes` stay cached, then trims a pool upstream.
+    /// most `keep_bytes` stay cached (an expandable one unmaps their
+    /// pages), then asks the upstream to trim what it holds unused.
     pub fn trim_cache(&self, keep_bytes: u64) -> Result<()> {
         // SAFETY: live resource.
         check(unsafe { sys::cumem_caching_resource_trim(self.raw.as_ptr(), keep_bytes) })
+    }
+
+    /// The caching adaptor over `upstream` with options
+    /// (cumem_caching_resource_create_with_options), e.g. expandable
+    /// segments: `cumem_caching_resource_options_t { expandable: CUMEM_TRUE,
+    /// ..Default::default() }` (device memory only).
+    pub fn caching_with_options(
+        upstream: &Resource,
+        options: &sys::cumem_caching_resource_options_t,
+    ) -> Result<Resource> {
+        // SAFETY: live upstream and options; libcumem takes its own reference.
+        Self::make(|out| unsafe {
+            sys::cumem_caching_resource_create_with_options(upstream.raw.as_ptr(), options, out)
+        })
+    }
+
+    /// A caching adaptor's own counters (rounded bytes, hits, pages mapped).
+    pub fn caching_statistics(&self) -> Result<sys::cumem_caching_statistics_t> {
+        let mut s = sys::cumem_caching_statistics_t::default();
+        // SAFETY: live resource, valid out struct with its struct_size set.
+        check(unsafe { sys::cumem_caching_resource_get_statistics(self.raw.as_ptr(), &mut s) })?;
+        Ok(s)
     }
 
     /// The limit adaptor: at most `limit_bytes` in use through it.
