@@ -170,6 +170,17 @@ CUMEM_STRUCT_FIELDS(cumem_kernel_attributes_t, "CUMEM_KERNEL_ATTRIBUTES_INIT",
   CUMEM_FIELD(ptx_version), CUMEM_FIELD(binary_version),
   CUMEM_FIELD(max_dynamic_shared_size_bytes))
 
+// CUDA graphs (capi/graph.cpp, capi/stream.cpp).
+CUMEM_STRUCT_FIELDS(cumem_capture_info_t, "CUMEM_CAPTURE_INFO_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(status), CUMEM_FIELD(id))
+
+CUMEM_STRUCT_FIELDS(cumem_graph_options_t, "cumem_graph_options_init()",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(auto_free_on_launch), CUMEM_FIELD(use_node_priority))
+
+CUMEM_STRUCT_FIELDS(cumem_graph_memory_attributes_t, "CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(reserved_mem_current),
+  CUMEM_FIELD(reserved_mem_high), CUMEM_FIELD(used_mem_current), CUMEM_FIELD(used_mem_high))
+
 #undef CUMEM_STRUCT_FIELDS
 #undef CUMEM_FIELD
 

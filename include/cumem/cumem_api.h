@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 /** The newest table version this header describes. */
-#define CUMEM_API_TABLE_VERSION 1
+#define CUMEM_API_TABLE_VERSION 2
 
 typedef uint32_t (*PFN_cumem_version)(void);
 typedef const char* (*PFN_cumem_status_string)(cumem_status_t status);
@@ -167,6 +167,19 @@ typedef cumem_status_t (*PFN_cumem_caching_resource_trim)(cumem_resource_t* reso
 typedef cumem_status_t (*PFN_cumem_set_log_callback)(cumem_log_callback_t callback, void* user_data);
 typedef cumem_status_t (*PFN_cumem_set_log_level)(cumem_log_level_t level);
 typedef cumem_status_t (*PFN_cumem_get_log_level)(cumem_log_level_t* out_level);
+typedef cumem_status_t (*PFN_cumem_stream_get_capture_info)(const cumem_stream_t* stream, cumem_capture_info_t* info);
+typedef void (*PFN_cumem_graph_options_init)(cumem_graph_options_t* options);
+typedef cumem_status_t (*PFN_cumem_stream_end_capture_graph)(const cumem_stream_t* stream, const cumem_graph_options_t* options, cumem_graph_t** out_graph);
+typedef cumem_status_t (*PFN_cumem_graph_instantiate)(const cumem_device_t* device, void* native_graph, const cumem_graph_options_t* options, cumem_graph_t** out_graph);
+typedef cumem_status_t (*PFN_cumem_graph_retain)(cumem_graph_t* graph);
+typedef cumem_status_t (*PFN_cumem_graph_release)(cumem_graph_t* graph);
+typedef cumem_status_t (*PFN_cumem_graph_launch)(cumem_graph_t* graph, const cumem_stream_t* stream);
+typedef cumem_status_t (*PFN_cumem_graph_upload)(cumem_graph_t* graph, const cumem_stream_t* stream);
+typedef cumem_status_t (*PFN_cumem_graph_native)(const cumem_graph_t* graph, void** out_native);
+typedef cumem_status_t (*PFN_cumem_graph_memory_resource_create)(const cumem_device_t* device, cumem_resource_t** out_resource);
+typedef cumem_status_t (*PFN_cumem_graph_memory_resource_get_attributes)(const cumem_resource_t* resource, cumem_graph_memory_attributes_t* attributes);
+typedef cumem_status_t (*PFN_cumem_graph_memory_resource_trim)(cumem_resource_t* resource);
+typedef cumem_status_t (*PFN_cumem_graph_memory_resource_reset_highs)(cumem_resource_t* resource);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -321,6 +334,20 @@ struct cumem_api_t {
   PFN_cumem_set_log_callback cumem_set_log_callback;
   PFN_cumem_set_log_level cumem_set_log_level;
   PFN_cumem_get_log_level cumem_get_log_level;
+  /* version 2 */
+  PFN_cumem_stream_get_capture_info cumem_stream_get_capture_info;
+  PFN_cumem_graph_options_init cumem_graph_options_init;
+  PFN_cumem_stream_end_capture_graph cumem_stream_end_capture_graph;
+  PFN_cumem_graph_instantiate cumem_graph_instantiate;
+  PFN_cumem_graph_retain cumem_graph_retain;
+  PFN_cumem_graph_release cumem_graph_release;
+  PFN_cumem_graph_launch cumem_graph_launch;
+  PFN_cumem_graph_upload cumem_graph_upload;
+  PFN_cumem_graph_native cumem_graph_native;
+  PFN_cumem_graph_memory_resource_create cumem_graph_memory_resource_create;
+  PFN_cumem_graph_memory_resource_get_attributes cumem_graph_memory_resource_get_attributes;
+  PFN_cumem_graph_memory_resource_trim cumem_graph_memory_resource_trim;
+  PFN_cumem_graph_memory_resource_reset_highs cumem_graph_memory_resource_reset_highs;
 };
 
 #ifdef __cplusplus

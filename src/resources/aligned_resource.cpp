@@ -52,8 +52,9 @@ class AlignedResource final : public Adaptor {
 
   void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
     Padding padding{ptr, size};
+    bool padded = false;
+    Records& r = records_of(ptr);
     {
-      Records& r = records_of(ptr);
       std::lock_guard<std::mutex> lock(r.mutex);
       const auto it = r.map.find(ptr);
       if (it != r.map.end()) {
@@ -64,9 +65,20 @@ class AlignedResource final : public Adaptor {
                    std::to_string(padding.size - (alignment_ - 1)) + " bytes, not " +
                    std::to_string(size) + "; nothing was freed");
         r.map.erase(it);
+        padded = true;
       }
     }
-    upstream().deallocate_raw(padding.original, padding.size, stream);
+    try {
+      upstream().deallocate_raw(padding.original, padding.size, stream);
+    } catch (...) {
+      // Not freed (a synchronous upstream refuses a capturing stream, ...):
+      // the record stays, so that a later free finds the padding again.
+      if (padded) {
+        std::lock_guard<std::mutex> lock(r.mutex);
+        r.map.emplace(ptr, padding);
+      }
+      throw;
+    }
   }
 
  private:
