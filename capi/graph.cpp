@@ -104,9 +104,9 @@ CUMEM_EXPORT cumem_status_t cumem_graph_memory_resource_create(const cumem_devic
 CUMEM_EXPORT cumem_status_t cumem_graph_memory_resource_get_attributes(
     const cumem_resource_t* resource, cumem_graph_memory_attributes_t* attributes) {
   CUMEM_TRY
-  GraphMemory& g = graph_memory_of(resource);
+  object(resource, "resource");
   check_out_struct(attributes, "attributes");
-  const GraphMemoryAttributes a = g.attributes();
+  const GraphMemoryAttributes a = graph_memory_of(resource).attributes();
   cumem_graph_memory_attributes_t v = CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT;
   v.reserved_mem_current = a.reserved_mem_current;
   v.reserved_mem_high = a.reserved_mem_high;

@@ -123,6 +123,17 @@ void refuse_if_legacy_unusable(const Device& device, const char* operation) {
                     " can be used");
 }
 
+std::string capture_note(const Stream* stream) noexcept {
+  try {
+    const CaptureStatus s = capture_status(stream);
+    if (s == CaptureStatus::none) return "";
+    return "; " + stream->describe() + " is capturing a CUDA graph" +
+           (s == CaptureStatus::invalidated ? " (its capture was invalidated)" : "");
+  } catch (...) {
+    return "";
+  }
+}
+
 RelaxedCaptureMode::RelaxedCaptureMode() noexcept {
   if (relaxed_depth++ > 0) return;
   // Never loads the driver: the objects whose driver calls a scope guards

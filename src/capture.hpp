@@ -22,6 +22,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <string>
 
 #include "stream.hpp"
 
@@ -58,6 +59,11 @@ void refuse_if_capturing(const Stream* stream, const char* operation);
 // legacy stream would join that capture): for calls given no stream that
 // wait for or enqueue on the legacy stream. Asks without invalidating.
 void refuse_if_legacy_unusable(const Device& device, const char* operation);
+
+// For error messages only (asks the driver; never throws): "" when
+// `stream` does not capture, else "; <stream> is capturing a CUDA graph"
+// (with "(invalidated)" when its capture was).
+std::string capture_note(const Stream* stream) noexcept;
 
 // The calling thread in relaxed capture mode for a scope. Nested scopes
 // cost nothing after the first; without a driver, or with one that has no

@@ -7,6 +7,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "capture.hpp"
+#include "deferred_frees.hpp"
 #include "driver/driver.hpp"
 #include "error.hpp"
 #include "native_stream.hpp"
@@ -27,6 +29,7 @@ struct Record {
   Ref<Resource> resource;
   size_t size = 0;
   CUstream stream = nullptr;
+  bool captured = false;  // allocated on a capturing stream (graph memory)
 };
 
 struct Shard {
@@ -121,13 +124,16 @@ Ref<Resource> get_resource(int device) {
 
 void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
   if (size == 0) return nullptr;
+  run_deferred_frees();  // frees a capture held back, once it ended
   Ref<Resource> r = resource ? Ref<Resource>::share(resource) : get_resource(device);
   const Ref<Stream> s = native_stream(r->device(), stream);
+  // No driver call on the legacy default stream, which cannot capture.
+  const bool captured = capture_status(s.get()) != CaptureStatus::none;
   void* ptr = r->allocate_raw(size, s.get());
   try {
     Shard& shard = shard_of(ptr);
     std::lock_guard<std::mutex> lock(shard.mutex);
-    const bool inserted = shard.records.emplace(ptr, Record{r, size, stream}).second;
+    const bool inserted = shard.records.emplace(ptr, Record{r, size, stream, captured}).second;
     if (!inserted)
       fail(Status::internal, "the resource handed out " + pointer_text(ptr) +
                                  ", which is still allocated by the framework entry points");
@@ -140,6 +146,7 @@ void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
 
 void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
   if (!ptr) return;
+  run_deferred_frees();
   Shard& shard = shard_of(ptr);
   Record record;
   {
@@ -160,6 +167,12 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
   try {
     const CUstream free_stream = stream_given ? stream : record.stream;
     const Ref<Stream> s = native_stream(record.resource->device(), free_stream);
+    // Memory from outside any capture, freed on a capturing stream: a graph
+    // cannot free it, so the free waits until the capture ends.
+    if (!record.captured && capture_status(s.get()) != CaptureStatus::none) {
+      defer_free({record.resource, ptr, record.size, record.stream, free_stream});
+      return;
+    }
     if (!same_stream(free_stream, record.stream)) {
       const Device* device = s ? &s->device() : record.resource->device();
       // Should the event fail (the allocating stream is gone), the whole

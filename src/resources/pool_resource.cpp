@@ -87,8 +87,11 @@ void* PoolResource::do_allocate(size_t size, const Stream* stream) {
   try {
     ScopedContext scope(context_device(stream));
     CUdeviceptr ptr = 0;
-    CUMEM_CU(cuMemAllocFromPoolAsync, (&ptr, size, pool_, native_or_legacy(stream)),
-             "allocating " + describe_bytes(size) + " from " + name_);
+    const CUresult r =
+        CUMEM_CU_RESULT(cuMemAllocFromPoolAsync, (&ptr, size, pool_, native_or_legacy(stream)));
+    if (r != CUDA_SUCCESS)
+      driver::check(r, "cuMemAllocFromPoolAsync",
+                    "allocating " + describe_bytes(size) + " from " + name_ + capture_note(stream));
     return reinterpret_cast<void*>(ptr);
   } catch (...) {
     if (budget_) budget_->give_back(size);
@@ -98,8 +101,19 @@ void* PoolResource::do_allocate(size_t size, const Stream* stream) {
 
 void PoolResource::do_deallocate(void* ptr, size_t size, const Stream* stream) {
   ScopedContext scope(context_device(stream));
-  CUMEM_CU(cuMemFreeAsync, (reinterpret_cast<CUdeviceptr>(ptr), native_or_legacy(stream)),
-           "freeing " + describe_bytes(size) + " to " + name_);
+  // No capture query on the way (a pool's free under capture is a graph
+  // free node); only a failure asks, to say why.
+  const CUresult r =
+      CUMEM_CU_RESULT(cuMemFreeAsync, (reinterpret_cast<CUdeviceptr>(ptr), native_or_legacy(stream)));
+  if (r != CUDA_SUCCESS) {
+    const std::string note = capture_note(stream);
+    driver::check(r, "cuMemFreeAsync",
+                  "freeing " + describe_bytes(size) + " to " + name_ + note +
+                      (note.empty() ? ""
+                                    : ", and a graph can free only memory that a capture "
+                                      "allocated (graph memory): free memory allocated outside "
+                                      "captures on a stream that does not capture"));
+  }
   // The bytes count against max_size until the free is enqueued.
   if (budget_) budget_->give_back(size);
 }

@@ -7,7 +7,9 @@ namespace cumem::core {
 
 void wait_before_free(const Device* device, const Stream* stream) {
   if (stream) {
-    stream->synchronize();  // refuses a capturing stream, before any wait
+    // Before any wait: the capture stays valid.
+    refuse_if_capturing(stream, "free synchronously");
+    stream->synchronize();
   } else if (device) {
     refuse_if_legacy_unusable(*device, "wait before freeing");
     ScopedContext scope(*device);

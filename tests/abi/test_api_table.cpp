@@ -21,7 +21,8 @@ TEST(ApiTable, EveryMemberIsTheFunctionOfItsName) {
   ++checked;
 #include "../../capi/api_table.inc"
 #undef CUMEM_API_ENTRY
-  EXPECT_EQ(checked, 149) << "version 1 has 149 functions";
+  // Version 1 is 149 functions; version 2 (open until released) follows.
+  EXPECT_GT(checked, 149) << "version 1 has 149 functions, and version 2 follows";
   EXPECT_EQ(cumem_get_api(1), t) << "every version is the same table";
 }
 
@@ -44,7 +45,8 @@ TEST(ApiTable, AVersionThisLibraryDoesNotHaveIsNull) {
     EXPECT_EQ(cumem_get_api(v), nullptr) << v;
     const std::string m = cumem_last_error_message();
     EXPECT_NE(m.find("table version " + std::to_string(v)), std::string::npos) << m;
-    EXPECT_NE(m.find("it has 1 to 1"), std::string::npos) << m;
+    EXPECT_NE(m.find("it has 1 to " + std::to_string(CUMEM_API_TABLE_VERSION)), std::string::npos)
+        << m;
   }
 }
 
