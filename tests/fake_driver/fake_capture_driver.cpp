@@ -529,6 +529,14 @@ CUresult CUDAAPI fake_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribu
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fake_cuMemPoolTrimTo(CUmemoryPool, size_t) { return unsafe_call("cuMemPoolTrimTo"); }
+CUresult CUDAAPI fake_cuMemPoolSetAccess(CUmemoryPool, const CUmemAccessDesc*, size_t) {
+  return unsafe_call("cuMemPoolSetAccess");
+}
+CUresult CUDAAPI fake_cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool, CUmemLocation*) {
+  if (CUresult r = unsafe_call("cuMemPoolGetAccess")) return r;
+  *flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return CUDA_SUCCESS;
+}
 
 CUresult CUDAAPI fake_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
   return stream_op("cuMemcpyAsync", s, [=] {
@@ -657,6 +665,8 @@ const Entry served[] = {
     FAKE_ENTRY(cuMemPoolSetAttribute, 11020),
     FAKE_ENTRY(cuMemPoolGetAttribute, 11020),
     FAKE_ENTRY(cuMemPoolTrimTo, 11020),
+    FAKE_ENTRY(cuMemPoolSetAccess, 11020),
+    FAKE_ENTRY(cuMemPoolGetAccess, 11020),
     FAKE_ENTRY(cuMemcpyAsync, 4000),
     FAKE_ENTRY(cuMemsetD8Async, 3020),
     FAKE_ENTRY(cuMemsetD32Async, 3020),
