@@ -10,14 +10,14 @@ libcumem's message.
 """
 import ctypes
 
-from . import _lib
+from . import _graph, _lib
 from ._lib import lib, library_path
 
 __all__ = [
     "CumemError", "Device", "Stream", "Resource", "Buffer", "from_dlpack", "device_count",
     "driver_version", "version", "library_path", "set_framework_resource", "framework_resource",
     "DLDeviceType", "Program", "Library", "Kernel", "launch", "launch_config",
-    "kernel_arguments", "nvrtc_version",
+    "kernel_arguments", "nvrtc_version", "Graph",
 ]
 
 _V = ctypes.c_void_p
@@ -147,6 +147,22 @@ class Stream(_Handle):
     def wait(self, other):
         _check(lib.cumem_stream_wait_stream(self.handle, other.handle))
 
+    # CUDA graphs (cumem/_graph.py).
+    def begin_capture(self, mode="thread_local"):
+        """Captures the work queued from now into a CUDA graph; mode "global",
+        "thread_local" or "relaxed"."""
+        _check(lib.cumem_stream_begin_capture(self.handle, _graph.CAPTURE_MODES[mode]))
+
+    def end_capture_graph(self, auto_free_on_launch=False, use_node_priority=False):
+        """Ends the capture (begun here or by anyone) into an executable Graph."""
+        o = _graph.graph_options(auto_free_on_launch, use_node_priority)
+        return Graph(_out(lib.cumem_stream_end_capture_graph, self.handle, ctypes.byref(o)),
+                     self.device)
+
+    def capture_info(self):
+        """{'status': 'none'|'active'|'invalidated', 'id': int}, whoever began the capture."""
+        return _graph.capture_info(self.handle)
+
 
 def _stream(s):
     return None if s is None else s.handle
@@ -227,10 +243,55 @@ class Resource(_Handle):
         then trims a pool upstream."""
         _check(lib.cumem_caching_resource_trim(self.handle, int(keep_bytes)))
 
+    # The graph memory resource (cuda.core's GraphMemoryResource): allocates
+    # only on capturing streams; the device's graph memory.
+    @classmethod
+    def graph_memory(cls, device=0):
+        d = _device(device)
+        return cls(_out(lib.cumem_graph_memory_resource_create, d.handle), (d,))
+
+    def graph_memory_attributes(self):
+        return _graph.graph_memory_attributes(self.handle)
+
+    def graph_memory_trim(self):
+        _check(lib.cumem_graph_memory_resource_trim(self.handle))
+
+    def graph_memory_reset_highs(self):
+        _check(lib.cumem_graph_memory_resource_reset_highs(self.handle))
+
     def properties(self):
         p = _lib.ResourceProperties(ctypes.sizeof(_lib.ResourceProperties))
         _check(lib.cumem_resource_get_properties(self.handle, ctypes.byref(p)))
         return {k: getattr(p, k) for k, _ in p._fields_ if k != "struct_size"}
+
+
+class Graph(_Handle):
+    """An executable CUDA graph (Stream.end_capture_graph, or instantiate)."""
+    _release = staticmethod(lib.cumem_graph_release)
+
+    def __init__(self, handle, device):
+        super().__init__(handle)
+        self.device = device
+
+    @classmethod
+    def instantiate(cls, device, native_graph, auto_free_on_launch=False,
+                    use_node_priority=False):
+        """Instantiates a CUgraph (an int); the CUgraph stays the caller's."""
+        d = _device(device)
+        o = _graph.graph_options(auto_free_on_launch, use_node_priority)
+        return cls(_out(lib.cumem_graph_instantiate, d.handle, _V(int(native_graph)),
+                        ctypes.byref(o)), d)
+
+    def launch(self, stream=None):
+        _check(lib.cumem_graph_launch(self.handle, _stream(stream)))
+
+    def upload(self, stream=None):
+        _check(lib.cumem_graph_upload(self.handle, _stream(stream)))
+
+    @property
+    def native(self):
+        """The CUgraphExec (an int)."""
+        return _out(lib.cumem_graph_native, self.handle)
 
 
 def set_framework_resource(device, resource):
