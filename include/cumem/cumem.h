@@ -1571,6 +1571,18 @@ CUMEM_API cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* reso
  * with CuPy's default (null) stream and with every blocking stream
  * (cupy.cuda.Stream() is blocking by default); work on non-blocking streams
  * must be synchronised by the user before its arrays are freed.
+ * Stream capture (see "CUDA graphs"): an allocation on a capturing stream
+ * is the capture's (graph memory from a pool); memory allocated outside any
+ * capture and freed on a capturing stream (a tensor going out of scope
+ * during torch.cuda.graph) cannot be freed by a graph, so that free is held
+ * and done on the same stream at the first entry-point call after the
+ * stream stopped capturing (the CUstream must stay valid until then). The
+ * legacy default stream cannot capture and costs no question; another
+ * stream costs one driver call at the allocation and one at the free.
+ * CuPy's calls carry no stream, so cumem_cupy_malloc cannot know a
+ * capture: for CuPy's graph capture, allocate with the stream (the Python
+ * package's cumem.cupy.use_libcumem_allocator(follow_streams=True) does,
+ * through cumem_torch_alloc and cumem_cupy_free).
  * Statistics: those of the resource (cumem_framework_get_resource, then
  * cumem_resource_get_statistics).
  * Errors: these four calls cannot return a status; a failure leaves its
