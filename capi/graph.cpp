@@ -92,6 +92,14 @@ CUMEM_EXPORT cumem_status_t cumem_graph_native(const cumem_graph_t* graph, void*
   CUMEM_CATCH
 }
 
+CUMEM_EXPORT cumem_status_t cumem_graph_capture_id(const cumem_graph_t* graph, uint64_t* out_id) {
+  CUMEM_TRY
+  const Graph& g = object(graph, "graph");
+  out(out_id, "out_id");
+  *out_id = g.capture_id();
+  CUMEM_CATCH
+}
+
 CUMEM_EXPORT cumem_status_t cumem_graph_memory_resource_create(const cumem_device_t* device,
                                                                cumem_resource_t** out_resource) {
   CUMEM_TRY

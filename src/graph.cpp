@@ -30,10 +30,16 @@ CUgraphExec instantiate_native(const Device& device, CUgraph graph, const GraphO
 }  // namespace
 
 Ref<Graph> Graph::from_capture(const Stream& stream, const GraphOptions& options) {
+  uint64_t id = 0;
+  try {
+    id = capture_info(&stream).id;
+  } catch (const Error&) {
+    // A driver that cannot tell the id (before CUDA 12.3): 0.
+  }
   CUgraph graph = end_capture(stream);  // throws when the capture was invalidated
   try {
     CUgraphExec exec = instantiate_native(stream.device(), graph, options);
-    return Ref<Graph>::adopt(new Graph(stream.device_ref(), graph, exec));
+    return Ref<Graph>::adopt(new Graph(stream.device_ref(), graph, exec, id));
   } catch (...) {
     ScopedContext scope(stream.device());
     RelaxedCaptureMode relaxed;
@@ -45,7 +51,7 @@ Ref<Graph> Graph::from_capture(const Stream& stream, const GraphOptions& options
 Ref<Graph> Graph::instantiate(Ref<Device> device, CUgraph native, const GraphOptions& options) {
   if (!native) fail(Status::invalid_argument, "cannot instantiate a NULL CUgraph");
   CUgraphExec exec = instantiate_native(*device, native, options);
-  return Ref<Graph>::adopt(new Graph(std::move(device), nullptr, exec));
+  return Ref<Graph>::adopt(new Graph(std::move(device), nullptr, exec, 0));
 }
 
 void Graph::check_stream(const Stream* stream, const char* operation) const {

@@ -6,6 +6,7 @@
 
 #include <cuda.h>
 
+#include <cstdint>
 #include <mutex>
 
 #include "capture.hpp"
@@ -41,16 +42,23 @@ class Graph : public Object {
   void upload(const Stream* stream);
   CUgraphExec native() const noexcept { return exec_; }
   const Device& device() const noexcept { return *device_; }
+  // The id of the capture the graph came from (capture_info's), 0 when it
+  // was instantiated from someone else's CUgraph or the driver cannot tell:
+  // what memory assigned to that capture is kept for (the caching
+  // adaptor's private pools).
+  uint64_t capture_id() const noexcept { return capture_id_; }
 
  private:
-  Graph(Ref<Device> device, CUgraph graph, CUgraphExec exec)
-      : Object(Tag::graph), device_(std::move(device)), graph_(graph), exec_(exec) {}
+  Graph(Ref<Device> device, CUgraph graph, CUgraphExec exec, uint64_t capture_id)
+      : Object(Tag::graph), device_(std::move(device)), graph_(graph), exec_(exec),
+        capture_id_(capture_id) {}
   ~Graph() override;
   void check_stream(const Stream* stream, const char* operation) const;
 
   Ref<Device> device_;
   CUgraph graph_;  // owned; null when instantiated from someone else's
   CUgraphExec exec_;
+  uint64_t capture_id_;
   std::mutex launch_mutex_;
 };
 

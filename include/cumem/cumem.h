@@ -656,6 +656,12 @@ CUMEM_API cumem_status_t cumem_graph_launch(cumem_graph_t* graph, const cumem_st
 CUMEM_API cumem_status_t cumem_graph_upload(cumem_graph_t* graph, const cumem_stream_t* stream);
 /** The CUgraphExec, as void*. Borrowed: valid while the handle lives. */
 CUMEM_API cumem_status_t cumem_graph_native(const cumem_graph_t* graph, void** out_native);
+/** The id of the capture the graph was ended from (the id
+ *  cumem_stream_get_capture_info reported during it), by which memory
+ *  assigned to that capture is told apart; 0 for a graph from
+ *  cumem_graph_instantiate, or where the driver cannot tell ids (before
+ *  CUDA 12.3). Thread-safe. */
+CUMEM_API cumem_status_t cumem_graph_capture_id(const cumem_graph_t* graph, uint64_t* out_id);
 
 /** A graph memory resource of `device` (cuda.core's GraphMemoryResource):
  *  allocations only on a stream that is capturing, each one a graph

@@ -1193,6 +1193,8 @@ class Graph : public detail::Handle<Graph, cumem_graph_t, cumem_graph_retain,
   void upload(StreamRef stream = nullptr) const { check(cumem_graph_upload(get(), stream.get())); }
   // The CUgraphExec, valid while this graph lives.
   void* native() const { return detail::out<void*>(cumem_graph_native, get()); }
+  // The id of the capture it came from (0: instantiated from a CUgraph).
+  uint64_t capture_id() const { return detail::out<uint64_t>(cumem_graph_capture_id, get()); }
 };
 
 inline cumem_capture_info_t Stream::capture_info() const {

@@ -180,6 +180,7 @@ typedef cumem_status_t (*PFN_cumem_graph_memory_resource_create)(const cumem_dev
 typedef cumem_status_t (*PFN_cumem_graph_memory_resource_get_attributes)(const cumem_resource_t* resource, cumem_graph_memory_attributes_t* attributes);
 typedef cumem_status_t (*PFN_cumem_graph_memory_resource_trim)(cumem_resource_t* resource);
 typedef cumem_status_t (*PFN_cumem_graph_memory_resource_reset_highs)(cumem_resource_t* resource);
+typedef cumem_status_t (*PFN_cumem_graph_capture_id)(const cumem_graph_t* graph, uint64_t* out_id);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -348,6 +349,7 @@ struct cumem_api_t {
   PFN_cumem_graph_memory_resource_get_attributes cumem_graph_memory_resource_get_attributes;
   PFN_cumem_graph_memory_resource_trim cumem_graph_memory_resource_trim;
   PFN_cumem_graph_memory_resource_reset_highs cumem_graph_memory_resource_reset_highs;
+  PFN_cumem_graph_capture_id cumem_graph_capture_id;
 };
 
 #ifdef __cplusplus

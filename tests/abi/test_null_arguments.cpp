@@ -184,6 +184,7 @@ TEST(NullArguments, CudaGraphs) {
   cumem_resource_t* res = nullptr;
   cumem_capture_info_t ci = CUMEM_CAPTURE_INFO_INIT;
   cumem_graph_memory_attributes_t ga = CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT;
+  uint64_t id = 0;
   expect_all({
       {"cumem_stream_get_capture_info", "info",
        [&] { return cumem_stream_get_capture_info(nullptr, nullptr); }},
@@ -195,6 +196,7 @@ TEST(NullArguments, CudaGraphs) {
       {"cumem_graph_launch", "graph", [&] { return cumem_graph_launch(nullptr, nullptr); }},
       {"cumem_graph_upload", "graph", [&] { return cumem_graph_upload(nullptr, nullptr); }},
       {"cumem_graph_native", "graph", [&] { return cumem_graph_native(nullptr, &p); }},
+      {"cumem_graph_capture_id", "graph", [&] { return cumem_graph_capture_id(nullptr, &id); }},
       {"cumem_graph_memory_resource_create", "device",
        [&] { return cumem_graph_memory_resource_create(nullptr, &res); }},
       {"cumem_graph_memory_resource_get_attributes", "resource",

@@ -157,6 +157,9 @@ TEST_F(Capture, AStreamJoinedThroughAnEventReportsTheCapturesId) {
   CUMEM_ASSERT_OK(cumem_stream_wait_event(stream, join));
   cumem_graph_t* graph = nullptr;
   CUMEM_ASSERT_OK(cumem_stream_end_capture_graph(stream, nullptr, &graph));
+  uint64_t id = 0;
+  CUMEM_ASSERT_OK(cumem_graph_capture_id(graph, &id));
+  EXPECT_EQ(id, origin.id) << "the graph knows the capture it came from";
   EXPECT_EQ(info_of(side).status, CUMEM_CAPTURE_STATUS_NONE);
   cumem_graph_release(graph);
   cumem_event_release(join);
@@ -571,6 +574,9 @@ TEST_F(Capture, GraphsFromCapturesAndFromTheDriverLaunchAndUpload) {
   void* exec = nullptr;
   CUMEM_ASSERT_OK(cumem_graph_native(graph, &exec));
   EXPECT_NE(exec, nullptr);
+  uint64_t id = 7;
+  CUMEM_ASSERT_OK(cumem_graph_capture_id(graph, &id));
+  EXPECT_EQ(id, 0u) << "instantiated from a CUgraph: no capture of its own";
   CUMEM_ASSERT_OK(cumem_graph_upload(graph, stream));
   CUMEM_ASSERT_OK(cumem_graph_launch(graph, nullptr));
   EXPECT_EQ(static_cast<unsigned char*>(p)[15], 7);

@@ -36,6 +36,7 @@ class GraphsOnTheFakeDriver(unittest.TestCase):
             scratch.close(self.stream)  # a graph free node
             graph = self.stream.end_capture_graph(auto_free_on_launch=True)
             self.assertNotEqual(graph.native, 0)
+            self.assertEqual(graph.capture_id, info["id"])
             out.fill(0, stream=self.stream)
             graph.upload(self.stream)
             graph.launch(self.stream)

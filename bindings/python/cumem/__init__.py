@@ -293,6 +293,13 @@ class Graph(_Handle):
         """The CUgraphExec (an int)."""
         return _out(lib.cumem_graph_native, self.handle)
 
+    @property
+    def capture_id(self):
+        """The id of the capture it came from (0: instantiated from a CUgraph)."""
+        v = ctypes.c_uint64()
+        _check(lib.cumem_graph_capture_id(self.handle, ctypes.byref(v)))
+        return v.value
+
 
 def set_framework_resource(device, resource):
     """The resource cumem_torch_alloc / cumem_cupy_malloc use for `device`

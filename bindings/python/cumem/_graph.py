@@ -37,6 +37,7 @@ for _name, _res, _args in [
     ("cumem_graph_launch", _S, [_V, _V]),
     ("cumem_graph_upload", _S, [_V, _V]),
     ("cumem_graph_native", _S, [_V, _lib.c_void_pp]),
+    ("cumem_graph_capture_id", _S, [_V, ctypes.POINTER(ctypes.c_uint64)]),
     ("cumem_graph_memory_resource_create", _S, [_V, _lib.c_void_pp]),
     ("cumem_graph_memory_resource_get_attributes", _S,
      [_V, ctypes.POINTER(GraphMemoryAttributes)]),

@@ -1106,6 +1106,7 @@ extern "C" {
     pub fn cumem_graph_launch(graph: *mut cumem_graph_t, stream: *const cumem_stream_t) -> cumem_status_t;
     pub fn cumem_graph_upload(graph: *mut cumem_graph_t, stream: *const cumem_stream_t) -> cumem_status_t;
     pub fn cumem_graph_native(graph: *const cumem_graph_t, out_native: *mut *mut c_void) -> cumem_status_t;
+    pub fn cumem_graph_capture_id(graph: *const cumem_graph_t, out_id: *mut u64) -> cumem_status_t;
     pub fn cumem_graph_memory_resource_create(
         device: *const cumem_device_t,
         out_resource: *mut *mut cumem_resource_t,

@@ -742,6 +742,14 @@ impl Graph {
         Ok(p)
     }
 
+    /// The id of the capture it came from (0: instantiated from a CUgraph).
+    pub fn capture_id(&self) -> Result<u64> {
+        let mut id = 0;
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::cumem_graph_capture_id(self.raw.as_ptr(), &mut id) })?;
+        Ok(id)
+    }
+
     pub fn as_raw(&self) -> *mut sys::cumem_graph_t {
         self.raw.as_ptr()
     }

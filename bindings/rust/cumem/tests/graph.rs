@@ -44,6 +44,7 @@ fn capture_info_graphs_and_graph_memory() {
     scratch.close(Some(&stream)).unwrap();
     let graph = stream.end_capture_graph(GraphOptions { auto_free_on_launch: true, ..Default::default() }).unwrap();
     assert!(!graph.native().unwrap().is_null());
+    assert_eq!(graph.capture_id().unwrap(), info.id);
     out.fill(0, 1, Some(&stream)).unwrap();
     graph.upload(Some(&stream)).unwrap();
     graph.launch(Some(&stream)).unwrap();
