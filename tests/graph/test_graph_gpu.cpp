@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <cumem/cumem.hpp>
 #include <cumem/dlpack.h>
 
 #include "gpu_fixture.hpp"
@@ -473,6 +474,43 @@ TEST_F(GraphGpu, WaitingForACapturingStreamIsRefusedAndTheCaptureStaysValid) {
   CUMEM_ASSERT_OK(cumem_stream_end_capture_graph(stream, nullptr, &graph));
   CUMEM_ASSERT_OK(cumem_graph_launch(graph, stream));
   cumem_graph_release(graph);
+}
+
+// The same through the C++ facade: graph memory, capture info, a Graph that
+// knows its capture, launches, and the errors as cumem::Error.
+TEST_F(GraphGpu, TheFacadeCapturesAndLaunches) {
+  const cumem::Device dev = cumem::Device::get(0);
+  const cumem::Stream s = cumem::Stream::create(dev);
+  const cumem::Resource gm = cumem::Resource::graph_memory(dev);
+  const cumem::Resource dr = cumem::Resource::device(dev);
+  cumem::Buffer out = dr.allocate(kBytes, s);
+  try {
+    (void)gm.allocate(64, s);
+    ADD_FAILURE() << "allocated graph memory outside a capture";
+  } catch (const cumem::Error& e) {
+    EXPECT_EQ(e.status(), CUMEM_ERROR_INVALID_STATE) << e.what();
+  }
+  s.begin_capture(CUMEM_CAPTURE_MODE_GLOBAL);
+  const cumem_capture_info_t info = s.capture_info();
+  EXPECT_EQ(info.status, CUMEM_CAPTURE_STATUS_ACTIVE);
+  {
+    cumem::Buffer scratch = gm.allocate(kBytes, s);
+    scratch.fill_bytes(0x6B, s);
+    scratch.copy_to(out, s);
+    scratch.close(s);
+  }
+  cumem_graph_options_t o = cumem::graph_options();
+  o.auto_free_on_launch = CUMEM_TRUE;
+  const cumem::Graph g = s.end_capture_graph(o);
+  EXPECT_EQ(g.capture_id(), info.id);
+  EXPECT_NE(g.native(), nullptr);
+  g.upload(s);
+  for (int i = 0; i < 10; ++i) g.launch(s);
+  EXPECT_TRUE(all_bytes(out.get(), 0x6B));
+  const cumem_graph_memory_attributes_t a = gm.graph_memory_attributes();
+  EXPECT_GE(a.used_mem_high, a.used_mem_current);
+  gm.graph_memory_reset_highs();
+  gm.graph_memory_trim();
 }
 
 }  // namespace
