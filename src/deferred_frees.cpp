@@ -6,7 +6,6 @@
 
 #include "capture.hpp"
 #include "log.hpp"
-#include "native_stream.hpp"
 
 namespace cumem::core {
 namespace {
@@ -24,15 +23,16 @@ Held& held() {
 
 // Frees `f` when its stream no longer captures; false while it still does.
 bool try_free(const DeferredFree& f) {
-  const Ref<Stream> s = native_stream(f.resource->device(), f.free_on);
-  if (capture_status(s.get()) != CaptureStatus::none) return false;
-  if (f.allocated_on != f.free_on && s) {
+  const Stream* s = f.free_on.get();
+  if (capture_status(s) != CaptureStatus::none) return false;
+  const CUstream allocated_on = native_or_legacy(f.allocated_on.get());
+  if (s && allocated_on != s->native()) {
     // As the framework's own free on another stream: after the allocating
     // stream's work so far (or the whole device, should the event fail).
-    order_or_synchronize(s->device(), f.allocated_on ? f.allocated_on : CU_STREAM_LEGACY,
-                         f.free_on, "ordering a deferred free after the allocating stream's work");
+    order_or_synchronize(s->device(), allocated_on, s->native(),
+                         "ordering a deferred free after the allocating stream's work");
   }
-  f.resource->deallocate_raw(f.ptr, f.size, s.get());
+  f.resource->deallocate_raw(f.ptr, f.size, s);
   return true;
 }
 

@@ -9,11 +9,10 @@
 // which know for each allocation whether a capture made it.
 #pragma once
 
-#include <cuda.h>
-
 #include <cstddef>
 
 #include "resources/resource.hpp"
+#include "stream.hpp"
 
 namespace cumem::core {
 
@@ -21,8 +20,10 @@ struct DeferredFree {
   Ref<Resource> resource;
   void* ptr = nullptr;
   size_t size = 0;
-  CUstream allocated_on = nullptr;  // the allocation's stream
-  CUstream free_on = nullptr;       // the capturing stream it was freed on
+  // The allocation's stream and the capturing stream of the free (null: the
+  // legacy default stream), held as the framework's records hold them.
+  Ref<Stream> allocated_on;
+  Ref<Stream> free_on;
 };
 
 // Holds `free` until its stream stops capturing.
