@@ -234,6 +234,16 @@ TEST(NullArguments, CudaGraphs) {
   CUMEM_ASSERT_OK(cumem_stream_get_capture_info(nullptr, &ci));
   EXPECT_EQ(ci.status, CUMEM_CAPTURE_STATUS_NONE);
   EXPECT_EQ(ci.id, 0u);
+  // The out struct's rules: an older caller's smaller struct gets only the
+  // fields it covers; a cut inside a field is refused, writing nothing.
+  ci.struct_size = 8;
+  ci.id = 9;
+  CUMEM_ASSERT_OK(cumem_stream_get_capture_info(nullptr, &ci));
+  EXPECT_EQ(ci.struct_size, 8u);
+  EXPECT_EQ(ci.id, 9u);
+  ci.struct_size = 12;
+  CUMEM_EXPECT_ERROR(cumem_stream_get_capture_info(nullptr, &ci), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "'id'");
   cumem_resource_release(host);
 }
 
