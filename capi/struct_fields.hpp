@@ -186,6 +186,17 @@ CUMEM_STRUCT_FIELDS(cumem_virtual_statistics_t, "CUMEM_VIRTUAL_STATISTICS_INIT",
   CUMEM_FIELD(bytes_pending), CUMEM_FIELD(grows_in_place), CUMEM_FIELD(grows_moved),
   CUMEM_FIELD(shrinks), CUMEM_FIELD(chunks_created), CUMEM_FIELD(chunks_released))
 
+// CUDA graphs (capi/graph.cpp, capi/stream.cpp).
+CUMEM_STRUCT_FIELDS(cumem_capture_info_t, "CUMEM_CAPTURE_INFO_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(status), CUMEM_FIELD(id))
+
+CUMEM_STRUCT_FIELDS(cumem_graph_options_t, "cumem_graph_options_init()",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(auto_free_on_launch), CUMEM_FIELD(use_node_priority))
+
+CUMEM_STRUCT_FIELDS(cumem_graph_memory_attributes_t, "CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(reserved_mem_current),
+  CUMEM_FIELD(reserved_mem_high), CUMEM_FIELD(used_mem_current), CUMEM_FIELD(used_mem_high))
+
 #undef CUMEM_STRUCT_FIELDS
 #undef CUMEM_FIELD
 

@@ -215,7 +215,15 @@ void Buffer::close(const Stream* stream) {
              "instead: the memory is freed when the last tensor's deleter runs)");
   if (closed_.exchange(true, std::memory_order_acq_rel))
     fail(Status::buffer_closed, "the buffer was closed");
-  free_memory(stream ? stream : deallocation_stream_.get());
+  try {
+    free_memory(stream ? stream : deallocation_stream_.get());
+  } catch (...) {
+    // Nothing was freed (a synchronous free refused on a capturing stream,
+    // a driver error): the buffer stays open, so that closing it later, or
+    // its last release, still frees the memory.
+    closed_.store(false, std::memory_order_release);
+    throw;
+  }
 }
 
 void Buffer::resize(size_t new_size, const Stream* stream) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "capture.hpp"
+#include "deferred_frees.hpp"
 #include "driver/driver.hpp"
 #include "error.hpp"
 #include "native_stream.hpp"
@@ -30,6 +32,7 @@ struct Record {
   Ref<Resource> resource;
   size_t size = 0;
   Ref<Stream> stream;
+  bool captured = false;  // allocated on a capturing stream (graph memory)
 };
 
 struct Shard {
@@ -126,13 +129,16 @@ Ref<Resource> get_resource(int device) {
 
 void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
   if (size == 0) return nullptr;
+  run_deferred_frees();  // frees a capture held back, once it ended
   Ref<Resource> r = resource ? Ref<Resource>::share(resource) : get_resource(device);
   Ref<Stream> s = native_stream(r->device(), stream);
+  // No driver call on the legacy default stream, which cannot capture.
+  const bool captured = capture_status(s.get()) != CaptureStatus::none;
   void* ptr = r->allocate_raw(size, s.get());
   try {
     Shard& shard = shard_of(ptr);
     std::lock_guard<std::mutex> lock(shard.mutex);
-    const bool inserted = shard.records.emplace(ptr, Record{r, size, s}).second;
+    const bool inserted = shard.records.emplace(ptr, Record{r, size, s, captured}).second;
     if (!inserted)
       fail(Status::internal, "the resource handed out " + pointer_text(ptr) +
                                  ", which is still allocated by the framework entry points");
@@ -145,6 +151,7 @@ void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
 
 void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
   if (!ptr) return;
+  run_deferred_frees();
   Shard& shard = shard_of(ptr);
   Record record;
   {
@@ -165,6 +172,12 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
   try {
     const Ref<Stream> s = stream_given ? native_stream(record.resource->device(), stream)
                                        : record.stream;
+    // Memory from outside any capture, freed on a capturing stream: a graph
+    // cannot free it, so the free waits until the capture ends.
+    if (!record.captured && capture_status(s.get()) != CaptureStatus::none) {
+      defer_free({record.resource, ptr, record.size, record.stream, s});
+      return;
+    }
     const CUstream allocated_on = native_or_legacy(record.stream.get());
     const CUstream freed_on = native_or_legacy(s.get());
     if (freed_on != allocated_on) {

@@ -33,6 +33,7 @@ enum class Tag : uint32_t {
   kernel = 0x434b524e,   // "CKRN"
   allocation_handle = 0x43414c48,  // "CALH"
   virtual_ipc_handle = 0x43564948, // "CVIH"
+  graph = 0x43475248,              // "CGRH"
 };
 
 class Object {

@@ -387,7 +387,9 @@ CUMEM_API cumem_status_t cumem_device_get_attribute(const cumem_device_t* device
  *  that code using the CUDA runtime or driver directly sees this device). */
 CUMEM_API cumem_status_t cumem_device_set_current(const cumem_device_t* device);
 
-/** Waits for all work on the device to finish. */
+/** Waits for all work on the device to finish. The driver refuses this
+ *  (CUMEM_ERROR_DRIVER) while any stream of the device is capturing a CUDA
+ *  graph, and invalidates that capture: wait for streams instead. */
 CUMEM_API cumem_status_t cumem_device_synchronize(const cumem_device_t* device);
 
 /** Free and total device memory in bytes (cuMemGetInfo). */
@@ -482,9 +484,14 @@ CUMEM_API cumem_status_t cumem_stream_device(const cumem_stream_t* stream,
 /** The stream's priority (after clamping). */
 CUMEM_API cumem_status_t cumem_stream_priority(const cumem_stream_t* stream,
                                                int32_t* out_priority);
-/** Blocks until all work queued on the stream has finished. */
+/** Blocks until all work queued on the stream has finished.
+ *  CUMEM_ERROR_INVALID_STATE: the stream is capturing a CUDA graph (its
+ *  work runs when the graph is launched), or it is the legacy default
+ *  stream while a blocking stream of its device captures; asked before
+ *  waiting, so the capture stays valid. */
 CUMEM_API cumem_status_t cumem_stream_synchronize(const cumem_stream_t* stream);
-/** *out_done = whether all queued work has finished (never blocks). */
+/** *out_done = whether all queued work has finished (never blocks).
+ *  CUMEM_ERROR_INVALID_STATE: as for cumem_stream_synchronize. */
 CUMEM_API cumem_status_t cumem_stream_query(const cumem_stream_t* stream,
                                             cumem_bool_t* out_done);
 /** How a capture treats unsafe calls from other threads (CUstreamCaptureMode). */
@@ -496,15 +503,19 @@ typedef enum cumem_capture_mode_t {
 /** Begins capturing the work queued on `stream` into a CUDA graph
  *  (cuStreamBeginCapture). Begin captures here rather than with the driver
  *  when a caching adaptor may serve the stream: it refuses allocations and
- *  frees on a capturing stream only for captures it knows of.
+ *  frees on a capturing stream only for captures it knows of. Every other
+ *  resource sees any capture (see "CUDA graphs" below).
  *  CUMEM_ERROR_INVALID_ARGUMENT: an unknown mode; the driver's error when
  *  the stream cannot capture (the legacy default stream, or capturing
  *  already). */
 CUMEM_API cumem_status_t cumem_stream_begin_capture(const cumem_stream_t* stream,
                                                     cumem_capture_mode_t mode);
 /** Ends the capture begun on `stream`: *out_graph = the CUgraph, which the
- *  caller destroys (cuGraphDestroy). The capture ends even when the driver
- *  reports it invalidated (CUMEM_ERROR_DRIVER; *out_graph NULL). */
+ *  caller destroys (cuGraphDestroy), or instantiates with
+ *  cumem_graph_instantiate. The capture ends even when the driver reports
+ *  it invalidated (CUMEM_ERROR_DRIVER; *out_graph NULL).
+ *  cumem_stream_end_capture_graph ends it into a cumem_graph_t instead,
+ *  which owns the graph. */
 CUMEM_API cumem_status_t cumem_stream_end_capture(const cumem_stream_t* stream,
                                                   void** out_graph);
 /** Work queued on `stream` after this waits for the last record of `event`
@@ -515,6 +526,203 @@ CUMEM_API cumem_status_t cumem_stream_wait_event(const cumem_stream_t* stream,
  *  so far. Both may belong to different devices. */
 CUMEM_API cumem_status_t cumem_stream_wait_stream(const cumem_stream_t* stream,
                                                   const cumem_stream_t* other);
+
+/* ------------------------------------------------------------------------ */
+/* CUDA graphs: capture status, executable graphs, graph memory             */
+/* ------------------------------------------------------------------------ */
+/*
+ * libcumem asks the driver whether a stream captures, so it sees every
+ * capture: begun with cumem_stream_begin_capture, with the driver or the
+ * runtime directly, by PyTorch or CuPy, in any mode, and streams joined to
+ * a capture through events (they report the capture's id). What each kind
+ * does on a stream that is capturing:
+ *  - Pools (device, pinned, managed pool resources): an allocation on a
+ *    capturing stream becomes a graph allocation node and a free of that
+ *    memory on a capturing stream a graph free node (the driver's graph
+ *    memory: the graph owns it; its address stays the same over every
+ *    launch). Memory allocated outside a capture cannot be freed by a graph:
+ *    such a free on a capturing stream is refused by the driver, which also
+ *    invalidates the capture (CUMEM_ERROR_DRIVER, whose message says so):
+ *    free it on a stream that does not capture. Graph memory may be freed
+ *    on a stream that does not capture once the graph ran.
+ *  - Synchronous kinds (host, legacy pinned, legacy device, managed without
+ *    a pool, host shared): an allocation is made at once, as always (not
+ *    captured: the memory is the caller's until freed, and the graph may
+ *    use it). A free on a capturing stream is refused with
+ *    CUMEM_ERROR_INVALID_STATE before any driver call (nothing freed, the
+ *    capture stays valid): there is no work to wait for, and the memory must
+ *    outlive the graph. A free with no stream is refused the same way while
+ *    a blocking stream (created with options.blocking) of the device
+ *    captures, since the legacy default stream cannot be waited for then.
+ *  - Adaptors (limit, aligned, tracking, logging) do what their upstream
+ *    does; a refused free leaves them as they were (nothing freed, the
+ *    allocation still theirs). A callback resource's callbacks get the
+ *    capturing stream and decide.
+ *  - The graph memory resource (below) allocates only on capturing streams.
+ *  - Buffers: cumem_buffer_close follows its resource; a refused close leaves
+ *    the buffer open (close it later, or release it). Closing memory that
+ *    has no resource (wrapped, registered, imported DLPack tensors) waits
+ *    for its stream first, so it is refused on a capturing stream. A last
+ *    release whose deallocation stream captures cannot report: the memory
+ *    of a synchronous kind then stays allocated (reported in the log at
+ *    warning). Copies and fills of pageable host memory on both sides wait
+ *    for the stream, so they are refused on a capturing stream.
+ *  - Streams and events: cumem_stream_synchronize and cumem_stream_query of
+ *    a capturing stream are CUMEM_ERROR_INVALID_STATE (asked first; the
+ *    capture stays valid).
+ *  - Driver calls that the driver treats as unsafe while any stream
+ *    captures in global mode (synchronous allocations and frees, pool
+ *    attributes and trims, stream and event synchronisation, instantiating
+ *    and destroying graphs) are made in relaxed capture mode
+ *    (cuThreadExchangeStreamCaptureMode, as PyTorch's allocator does): they
+ *    never invalidate another thread's capture, and work on a thread that
+ *    captures itself. The driver still refuses a device-wide wait
+ *    (cumem_device_synchronize) while any stream of the device captures.
+ * Cost: asking whether a stream captures is no driver call for the legacy
+ * default stream (NULL), which cannot capture, and one call otherwise
+ * (bench/bench_capture times it).
+ */
+
+/** The capture status of a stream (CUstreamCaptureStatus). */
+typedef enum cumem_capture_status_t {
+  CUMEM_CAPTURE_STATUS_NONE = 0,        /**< not capturing */
+  CUMEM_CAPTURE_STATUS_ACTIVE = 1,      /**< capturing */
+  /** Capturing, but an error invalidated the capture: it must still be
+   *  ended (cumem_stream_end_capture) on the stream that began it. */
+  CUMEM_CAPTURE_STATUS_INVALIDATED = 2,
+  CUMEM_CAPTURE_STATUS_FORCE32 = 0x7FFFFFFF
+} cumem_capture_status_t;
+
+typedef struct cumem_capture_info_t {
+  uint32_t struct_size;
+  cumem_capture_status_t status;
+  /** The capture's id, unique over the process's life for each capture
+   *  sequence (streams joined to a capture through events report its
+   *  id); 0 unless status is CUMEM_CAPTURE_STATUS_ACTIVE. */
+  uint64_t id;
+} cumem_capture_info_t;
+#define CUMEM_CAPTURE_INFO_INIT \
+  { (uint32_t)sizeof(cumem_capture_info_t), CUMEM_CAPTURE_STATUS_NONE, 0u }
+
+/** Whether `stream` ([in][optional]) captures now, whoever began the
+ *  capture, and the capture's id (cuStreamGetCaptureInfo). NULL and the
+ *  legacy default stream cannot capture: status NONE, without a driver
+ *  call. [in,out] info: set info->struct_size first (CUMEM_CAPTURE_INFO_INIT).
+ *  Thread-safe.
+ *  CUMEM_ERROR_NOT_SUPPORTED: the stream captures and the driver cannot
+ *  tell the capture's id (cuStreamGetCaptureInfo needs CUDA 12.3+); a driver
+ *  without capture at all reports NONE. */
+CUMEM_API cumem_status_t cumem_stream_get_capture_info(const cumem_stream_t* stream,
+                                                       cumem_capture_info_t* info);
+
+/** An executable CUDA graph (CUgraphExec) of one device, reference counted
+ *  like every object: the last release destroys it (and the CUgraph it
+ *  owns); launches still queued finish first. */
+typedef struct cumem_graph_t cumem_graph_t;
+
+typedef struct cumem_graph_options_t {
+  uint32_t struct_size;
+  /** Each launch first frees the memory that the graph's previous launch
+   *  allocated and did not free (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH),
+   *  as PyTorch instantiates its graphs. Default false: a graph whose
+   *  allocations outlive it cannot be launched again until they are freed
+   *  (the launch fails with CUMEM_ERROR_DRIVER). */
+  cumem_bool_t auto_free_on_launch;
+  /** Kernel nodes keep the stream priority they were captured with
+   *  (CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY). Default false. */
+  cumem_bool_t use_node_priority;
+} cumem_graph_options_t;
+#define CUMEM_GRAPH_OPTIONS_INIT \
+  { (uint32_t)sizeof(cumem_graph_options_t), CUMEM_FALSE, CUMEM_FALSE }
+CUMEM_API void cumem_graph_options_init(cumem_graph_options_t* options);
+
+/** Ends the capture begun on `stream` (with cumem_stream_begin_capture, or
+ *  with the driver: any capture begun on that stream) and instantiates the
+ *  captured graph for the stream's device: *out_graph owns both the graph
+ *  and its executable. [in][optional] options. The capture ends whatever
+ *  fails, and on failure nothing is left to destroy. A capture begun in a
+ *  mode other than CUMEM_CAPTURE_MODE_RELAXED must be ended on the thread
+ *  that began it (the driver's rule). Thread-safe.
+ *  CUMEM_ERROR_DRIVER: the capture was invalidated (the message names the
+ *  driver's error), the stream was not capturing, or instantiation failed
+ *  (a graph that frees memory allocated outside it, ...). */
+CUMEM_API cumem_status_t cumem_stream_end_capture_graph(const cumem_stream_t* stream,
+                                                        const cumem_graph_options_t* options,
+                                                        cumem_graph_t** out_graph);
+/** Instantiates `native_graph` (a CUgraph, as void*: from
+ *  cumem_stream_end_capture or built with the driver) for `device`. The
+ *  CUgraph stays the caller's (the executable does not need it: it may be
+ *  destroyed once this returns). [in][optional] options. Thread-safe, but
+ *  the driver does not allow the same CUgraph to be used by two threads at
+ *  once. CUMEM_ERROR_INVALID_ARGUMENT: native_graph NULL.
+ *  CUMEM_ERROR_DRIVER: the driver cannot instantiate it (a graph with
+ *  memory nodes already instantiated elsewhere, ...). */
+CUMEM_API cumem_status_t cumem_graph_instantiate(const cumem_device_t* device, void* native_graph,
+                                                 const cumem_graph_options_t* options,
+                                                 cumem_graph_t** out_graph);
+CUMEM_API cumem_status_t cumem_graph_retain(cumem_graph_t* graph);
+CUMEM_API cumem_status_t cumem_graph_release(cumem_graph_t* graph);
+/** Enqueues one run of the graph on `stream` ([in][optional]: NULL is the
+ *  legacy default stream of the graph's device). Thread-safe: launches of
+ *  one graph from several threads are serialised.
+ *  CUMEM_ERROR_WRONG_DEVICE: the stream belongs to another device.
+ *  CUMEM_ERROR_DRIVER: the launch failed (a graph whose allocations from
+ *  its last launch are still live, without auto_free_on_launch, ...). */
+CUMEM_API cumem_status_t cumem_graph_launch(cumem_graph_t* graph, const cumem_stream_t* stream);
+/** Uploads the graph's work to the device on `stream` ([in][optional]), so
+ *  that its first launch starts sooner. Errors as cumem_graph_launch. */
+CUMEM_API cumem_status_t cumem_graph_upload(cumem_graph_t* graph, const cumem_stream_t* stream);
+/** The CUgraphExec, as void*. Borrowed: valid while the handle lives. */
+CUMEM_API cumem_status_t cumem_graph_native(const cumem_graph_t* graph, void** out_native);
+/** The id of the capture the graph was ended from (the id
+ *  cumem_stream_get_capture_info reported during it), by which memory
+ *  assigned to that capture is told apart; 0 for a graph from
+ *  cumem_graph_instantiate, or where the driver cannot tell ids (before
+ *  CUDA 12.3). Thread-safe. */
+CUMEM_API cumem_status_t cumem_graph_capture_id(const cumem_graph_t* graph, uint64_t* out_id);
+
+/** A graph memory resource of `device` (cuda.core's GraphMemoryResource):
+ *  allocations only on a stream that is capturing, each one a graph
+ *  allocation node (cuMemAllocAsync under capture), so that the graph owns
+ *  the memory and no work outside it can be handed that memory while the
+ *  graph may run. Frees are stream-ordered (cuMemFreeAsync): a graph free
+ *  node on a capturing stream, or a free of graph memory after the graph
+ *  ran on a stream that does not capture. Properties: kind
+ *  CUMEM_RESOURCE_GRAPH_MEMORY, device memory, stream-ordered, not a pool.
+ *  Its statistics count the allocations made through it. Every graph
+ *  memory resource of a device shares the device's graph memory (the
+ *  attributes and trim below). Allocating:
+ *  CUMEM_ERROR_INVALID_STATE on a stream that does not capture (NULL, the
+ *  legacy default stream, never captures) or whose capture was
+ *  invalidated; CUMEM_ERROR_WRONG_DEVICE on another device's stream.
+ *  Creating: CUMEM_ERROR_NOT_SUPPORTED on a device without memory pools. */
+CUMEM_API cumem_status_t cumem_graph_memory_resource_create(const cumem_device_t* device,
+                                                            cumem_resource_t** out_resource);
+
+/** The device's graph memory (cuDeviceGetGraphMemAttribute). */
+typedef struct cumem_graph_memory_attributes_t {
+  uint32_t struct_size;
+  uint32_t reserved0;            /**< written as 0 */
+  uint64_t reserved_mem_current; /**< bytes the graph allocator holds from the system */
+  uint64_t reserved_mem_high;    /**< highest reserved_mem_current since the last reset */
+  uint64_t used_mem_current;     /**< bytes that graph allocations hold */
+  uint64_t used_mem_high;        /**< highest used_mem_current since the last reset */
+} cumem_graph_memory_attributes_t;
+#define CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT \
+  { (uint32_t)sizeof(cumem_graph_memory_attributes_t), 0u, 0u, 0u, 0u, 0u }
+
+/* The three calls below: CUMEM_ERROR_NOT_SUPPORTED when `resource` is not a
+ * graph memory resource. Thread-safe. */
+
+/** The graph memory of the resource's device. [in,out] attributes: set
+ *  attributes->struct_size first. */
+CUMEM_API cumem_status_t cumem_graph_memory_resource_get_attributes(
+    const cumem_resource_t* resource, cumem_graph_memory_attributes_t* attributes);
+/** Gives the device's graph memory that no graph holds (executing, queued
+ *  or keeping allocations live) back to the system (cuDeviceGraphMemTrim). */
+CUMEM_API cumem_status_t cumem_graph_memory_resource_trim(cumem_resource_t* resource);
+/** Sets reserved_mem_high and used_mem_high to their current values. */
+CUMEM_API cumem_status_t cumem_graph_memory_resource_reset_highs(cumem_resource_t* resource);
 
 /* ------------------------------------------------------------------------ */
 /* Events                                                                    */
@@ -580,6 +788,7 @@ typedef enum cumem_resource_kind_t {
   CUMEM_RESOURCE_CALLBACK = 12,     /**< made of user callbacks */
   CUMEM_RESOURCE_ALIGNED = 13,      /**< aligned adaptor over another resource */
   CUMEM_RESOURCE_VIRTUAL = 14,      /**< virtual memory: growable buffers (cuMemCreate, cuMemMap) */
+  CUMEM_RESOURCE_GRAPH_MEMORY = 15, /**< graph memory: allocations inside captures only */
   CUMEM_RESOURCE_KIND_FORCE32 = 0x7FFFFFFF
 } cumem_resource_kind_t;
 
@@ -1033,6 +1242,8 @@ CUMEM_API cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resource,
  *  on `stream`. ptr NULL with size 0 is fine. Synchronous kinds (host,
  *  legacy pinned, cuMemAllocManaged, cuMemAlloc) wait first: for `stream`,
  *  or with NULL for the legacy default stream of the resource's device.
+ *  CUMEM_ERROR_INVALID_STATE: a synchronous kind asked to free on a stream
+ *  that is capturing a CUDA graph (see "CUDA graphs"; nothing is freed).
  *  CUMEM_ERROR_INVALID_ARGUMENT: ptr NULL with size > 0, or a size above
  *  the largest allocation the resource ever made (nothing is freed; any
  *  other wrong size is undefined). */
@@ -1163,7 +1374,9 @@ CUMEM_API cumem_status_t cumem_buffer_set_deallocation_stream(
  *  Closing a slice frees nothing. The handle stays valid until released.
  *  CUMEM_ERROR_BUFFER_CLOSED: closed already. CUMEM_ERROR_INVALID_STATE: a
  *  DLPack tensor of the buffer (or of a slice of it) is still alive
- *  (cumem_buffer_to_dlpack); release the buffer instead. */
+ *  (cumem_buffer_to_dlpack); release the buffer instead; or the free must
+ *  wait for a stream that is capturing a CUDA graph (see "CUDA graphs").
+ *  A close that fails frees nothing and leaves the buffer open. */
 CUMEM_API cumem_status_t cumem_buffer_close(cumem_buffer_t* buffer,
                                             const cumem_stream_t* stream);
 
@@ -1463,6 +1676,18 @@ CUMEM_API cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* reso
  * with CuPy's default (null) stream and with every blocking stream
  * (cupy.cuda.Stream() is blocking by default); work on non-blocking streams
  * must be synchronised by the user before its arrays are freed.
+ * Stream capture (see "CUDA graphs"): an allocation on a capturing stream
+ * is the capture's (graph memory from a pool); memory allocated outside any
+ * capture and freed on a capturing stream (a tensor going out of scope
+ * during torch.cuda.graph) cannot be freed by a graph, so that free is held
+ * and done on the same stream at the first entry-point call after the
+ * stream stopped capturing (the CUstream must stay valid until then). The
+ * legacy default stream cannot capture and costs no question; another
+ * stream costs one driver call at the allocation and one at the free.
+ * CuPy's calls carry no stream, so cumem_cupy_malloc cannot know a
+ * capture: for CuPy's graph capture, allocate with the stream (the Python
+ * package's cumem.cupy.use_libcumem_allocator(follow_streams=True) does,
+ * through cumem_torch_alloc and cumem_cupy_free).
  * Statistics: those of the resource (cumem_framework_get_resource, then
  * cumem_resource_get_statistics).
  * Errors: these four calls cannot return a status; a failure leaves its

@@ -299,6 +299,7 @@ class Device : public detail::Handle<Device, cumem_device_t, cumem_device_retain
 // ---------------------------------------------------------------------------
 
 class Event;
+class Graph;
 
 class Stream : public detail::Handle<Stream, cumem_stream_t, cumem_stream_retain,
                                      cumem_stream_release> {
@@ -336,6 +337,11 @@ class Stream : public detail::Handle<Stream, cumem_stream_t, cumem_stream_retain
     check(cumem_stream_begin_capture(get(), mode));
   }
   void* end_capture() const { return detail::out<void*>(cumem_stream_end_capture, get()); }
+  // CUDA graphs (defined below with Graph): whether the stream captures now,
+  // whoever began it, and the capture's id; ending a capture into a Graph.
+  cumem_capture_info_t capture_info() const;
+  Graph end_capture_graph() const;
+  Graph end_capture_graph(const cumem_graph_options_t& options) const;
   // Later work on this stream waits for the last record of `event`.
   void wait(const Event& event) const;
   // Later work on this stream waits for the work queued on `other` so far.
@@ -682,6 +688,23 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
   void* pool_native() const {
     return detail::out<void*>(cumem_resource_pool_native, get());
   }
+
+  // The graph memory resource of `device` (cuda.core's GraphMemoryResource):
+  // allocations on capturing streams only, owned by the graph.
+  static Resource graph_memory(const Device& device) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_graph_memory_resource_create(device.get(), &r));
+    return Resource(r);
+  }
+  // Graph memory resources only (else CUMEM_ERROR_NOT_SUPPORTED): the
+  // device's graph memory, its trim and the reset of its highs.
+  cumem_graph_memory_attributes_t graph_memory_attributes() const {
+    cumem_graph_memory_attributes_t a = CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT;
+    check(cumem_graph_memory_resource_get_attributes(get(), &a));
+    return a;
+  }
+  void graph_memory_trim() const { check(cumem_graph_memory_resource_trim(get())); }
+  void graph_memory_reset_highs() const { check(cumem_graph_memory_resource_reset_highs(get())); }
 
   // Exports an IPC-enabled resource (properties().ipc_enabled) to send to
   // other processes; throws CUMEM_ERROR_NOT_SUPPORTED for other resources.
@@ -1267,6 +1290,47 @@ void launch(const Kernel& kernel, StreamRef stream, const LaunchConfig& config,
   launch_raw(kernel, stream, config, packed.data(), packed.size());
 }
 
+// ---------------------------------------------------------------------------
+// CUDA graphs
+// ---------------------------------------------------------------------------
+
+inline cumem_graph_options_t graph_options() noexcept { return CUMEM_GRAPH_OPTIONS_INIT; }
+
+// An executable CUDA graph (CUgraphExec) of one device.
+class Graph : public detail::Handle<Graph, cumem_graph_t, cumem_graph_retain,
+                                    cumem_graph_release> {
+ public:
+  using Handle::Handle;
+
+  // Instantiates a CUgraph (void*) for `device`; the CUgraph stays the
+  // caller's (Stream::end_capture_graph gives a Graph that owns its own).
+  static Graph instantiate(const Device& device, void* native_graph,
+                           const cumem_graph_options_t& options = graph_options()) {
+    cumem_graph_t* g = nullptr;
+    check(cumem_graph_instantiate(device.get(), native_graph, &options, &g));
+    return Graph(g);
+  }
+  void launch(StreamRef stream = nullptr) const { check(cumem_graph_launch(get(), stream.get())); }
+  void upload(StreamRef stream = nullptr) const { check(cumem_graph_upload(get(), stream.get())); }
+  // The CUgraphExec, valid while this graph lives.
+  void* native() const { return detail::out<void*>(cumem_graph_native, get()); }
+  // The id of the capture it came from (0: instantiated from a CUgraph).
+  uint64_t capture_id() const { return detail::out<uint64_t>(cumem_graph_capture_id, get()); }
+};
+
+inline cumem_capture_info_t Stream::capture_info() const {
+  cumem_capture_info_t c = CUMEM_CAPTURE_INFO_INIT;
+  check(cumem_stream_get_capture_info(get(), &c));
+  return c;
+}
+inline Graph Stream::end_capture_graph() const { return end_capture_graph(graph_options()); }
+inline Graph Stream::end_capture_graph(const cumem_graph_options_t& options) const {
+  cumem_graph_t* g = nullptr;
+  check(cumem_stream_end_capture_graph(get(), &options, &g));
+  return Graph(g);
+}
+
+static_assert(sizeof(Graph) == sizeof(void*), "owners are one pointer wide");
 static_assert(sizeof(Buffer) == sizeof(void*), "owners are one pointer wide");
 static_assert(sizeof(AllocationHandle) == sizeof(void*), "owners are one pointer wide");
 static_assert(sizeof(VirtualIpcHandle) == sizeof(void*), "owners are one pointer wide");

@@ -186,6 +186,20 @@ typedef cumem_status_t (*PFN_cumem_ipc_receive_virtual)(int32_t socket, cumem_vi
 typedef cumem_status_t (*PFN_cumem_buffer_from_virtual_ipc_handle)(const cumem_device_t* device, const cumem_virtual_ipc_handle_t* handle, const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
 typedef void (*PFN_cumem_caching_resource_options_init)(cumem_caching_resource_options_t* options);
 typedef cumem_status_t (*PFN_cumem_caching_resource_create_with_options)(cumem_resource_t* upstream, const cumem_caching_resource_options_t* options, cumem_resource_t** out_resource);
+typedef cumem_status_t (*PFN_cumem_stream_get_capture_info)(const cumem_stream_t* stream, cumem_capture_info_t* info);
+typedef void (*PFN_cumem_graph_options_init)(cumem_graph_options_t* options);
+typedef cumem_status_t (*PFN_cumem_stream_end_capture_graph)(const cumem_stream_t* stream, const cumem_graph_options_t* options, cumem_graph_t** out_graph);
+typedef cumem_status_t (*PFN_cumem_graph_instantiate)(const cumem_device_t* device, void* native_graph, const cumem_graph_options_t* options, cumem_graph_t** out_graph);
+typedef cumem_status_t (*PFN_cumem_graph_retain)(cumem_graph_t* graph);
+typedef cumem_status_t (*PFN_cumem_graph_release)(cumem_graph_t* graph);
+typedef cumem_status_t (*PFN_cumem_graph_launch)(cumem_graph_t* graph, const cumem_stream_t* stream);
+typedef cumem_status_t (*PFN_cumem_graph_upload)(cumem_graph_t* graph, const cumem_stream_t* stream);
+typedef cumem_status_t (*PFN_cumem_graph_native)(const cumem_graph_t* graph, void** out_native);
+typedef cumem_status_t (*PFN_cumem_graph_memory_resource_create)(const cumem_device_t* device, cumem_resource_t** out_resource);
+typedef cumem_status_t (*PFN_cumem_graph_memory_resource_get_attributes)(const cumem_resource_t* resource, cumem_graph_memory_attributes_t* attributes);
+typedef cumem_status_t (*PFN_cumem_graph_memory_resource_trim)(cumem_resource_t* resource);
+typedef cumem_status_t (*PFN_cumem_graph_memory_resource_reset_highs)(cumem_resource_t* resource);
+typedef cumem_status_t (*PFN_cumem_graph_capture_id)(const cumem_graph_t* graph, uint64_t* out_id);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -360,6 +374,20 @@ struct cumem_api_t {
   PFN_cumem_buffer_from_virtual_ipc_handle cumem_buffer_from_virtual_ipc_handle;
   PFN_cumem_caching_resource_options_init cumem_caching_resource_options_init;
   PFN_cumem_caching_resource_create_with_options cumem_caching_resource_create_with_options;
+  PFN_cumem_stream_get_capture_info cumem_stream_get_capture_info;
+  PFN_cumem_graph_options_init cumem_graph_options_init;
+  PFN_cumem_stream_end_capture_graph cumem_stream_end_capture_graph;
+  PFN_cumem_graph_instantiate cumem_graph_instantiate;
+  PFN_cumem_graph_retain cumem_graph_retain;
+  PFN_cumem_graph_release cumem_graph_release;
+  PFN_cumem_graph_launch cumem_graph_launch;
+  PFN_cumem_graph_upload cumem_graph_upload;
+  PFN_cumem_graph_native cumem_graph_native;
+  PFN_cumem_graph_memory_resource_create cumem_graph_memory_resource_create;
+  PFN_cumem_graph_memory_resource_get_attributes cumem_graph_memory_resource_get_attributes;
+  PFN_cumem_graph_memory_resource_trim cumem_graph_memory_resource_trim;
+  PFN_cumem_graph_memory_resource_reset_highs cumem_graph_memory_resource_reset_highs;
+  PFN_cumem_graph_capture_id cumem_graph_capture_id;
 };
 
 #ifdef __cplusplus

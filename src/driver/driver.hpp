@@ -105,7 +105,20 @@ namespace cumem::core::driver {
   X(cuMemGetAccess, 10020)                   \
   X(cuMemExportToShareableHandle, 10020)     \
   X(cuMemImportFromShareableHandle, 10020)   \
-  X(cuMemGetAllocationPropertiesFromHandle, 10020)
+  X(cuMemGetAllocationPropertiesFromHandle, 10020)     \
+  /* stream capture and graphs (src/capture.cpp, src/graph.cpp, */ \
+  /* resources/graph_memory_resource.cpp) */ \
+  X(cuStreamGetCaptureInfo, 12030)           \
+  X(cuThreadExchangeStreamCaptureMode, 10010) \
+  X(cuGraphInstantiateWithFlags, 11040)      \
+  X(cuGraphUpload, 11010)                    \
+  X(cuGraphLaunch, 10000)                    \
+  X(cuGraphExecDestroy, 10000)               \
+  X(cuGraphDestroy, 10000)                   \
+  X(cuMemAllocAsync, 11020)                  \
+  X(cuDeviceGetGraphMemAttribute, 11040)     \
+  X(cuDeviceSetGraphMemAttribute, 11040)     \
+  X(cuDeviceGraphMemTrim, 11040)
 
 // Function pointers; a member is null when the installed driver is older
 // than the version it needs. Use call() or require(), not the members, so
@@ -140,6 +153,9 @@ void check(CUresult result, const char* function, const std::string& what);
 
 // The loaded table, or nullptr when there is no driver; never throws.
 const Table* get_if_loaded() noexcept;
+// The table if an earlier call loaded the driver, else nullptr; never
+// loads it (for code that must not make a host-only call load libcuda).
+const Table* loaded_already() noexcept;
 
 // Logs a failed cleanup call whose result nobody can be given (see
 // CUMEM_CU_CLEANUP): at warning, or debug for CUDA_ERROR_DEINITIALIZED

@@ -17,7 +17,11 @@ int main(void) {
   cumem_dlpack_options_t o = CUMEM_DLPACK_OPTIONS_INIT;
   cumem_resource_callbacks_t q = CUMEM_RESOURCE_CALLBACKS_INIT;
   cumem_caching_resource_options_t r = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+  cumem_capture_info_t s = CUMEM_CAPTURE_INFO_INIT;
+  cumem_graph_options_t t = CUMEM_GRAPH_OPTIONS_INIT;
+  cumem_graph_memory_attributes_t u = CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT;
   return (int)(a.struct_size + b.struct_size + c.struct_size + d.struct_size + e.struct_size + f.struct_size +
                g.struct_size + h.struct_size + i.struct_size + j.struct_size + k.struct_size + l.struct_size + m.struct_size +
-               n.struct_size + o.struct_size + q.struct_size + r.struct_size) & 0;
+               n.struct_size + o.struct_size + q.struct_size + r.struct_size + s.struct_size +
+               t.struct_size + u.struct_size) & 0;
 }

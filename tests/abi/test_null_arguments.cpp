@@ -247,4 +247,74 @@ TEST(NullArguments, CachingResourceWithOptions) {
   cumem_resource_release(host);
 }
 
+// CUDA graphs (capi/graph.cpp, cumem_stream_get_capture_info).
+TEST(NullArguments, CudaGraphs) {
+  void* p = nullptr;
+  cumem_graph_t* graph = nullptr;
+  cumem_resource_t* res = nullptr;
+  cumem_capture_info_t ci = CUMEM_CAPTURE_INFO_INIT;
+  cumem_graph_memory_attributes_t ga = CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT;
+  uint64_t id = 0;
+  expect_all({
+      {"cumem_stream_get_capture_info", "info",
+       [&] { return cumem_stream_get_capture_info(nullptr, nullptr); }},
+      {"cumem_stream_end_capture_graph", "stream",
+       [&] { return cumem_stream_end_capture_graph(nullptr, nullptr, &graph); }},
+      {"cumem_graph_instantiate", "device",
+       [&] { return cumem_graph_instantiate(nullptr, &p, nullptr, &graph); }},
+      {"cumem_graph_retain", "graph", [&] { return cumem_graph_retain(nullptr); }},
+      {"cumem_graph_launch", "graph", [&] { return cumem_graph_launch(nullptr, nullptr); }},
+      {"cumem_graph_upload", "graph", [&] { return cumem_graph_upload(nullptr, nullptr); }},
+      {"cumem_graph_native", "graph", [&] { return cumem_graph_native(nullptr, &p); }},
+      {"cumem_graph_capture_id", "graph", [&] { return cumem_graph_capture_id(nullptr, &id); }},
+      {"cumem_graph_memory_resource_create", "device",
+       [&] { return cumem_graph_memory_resource_create(nullptr, &res); }},
+      {"cumem_graph_memory_resource_get_attributes", "resource",
+       [&] { return cumem_graph_memory_resource_get_attributes(nullptr, &ga); }},
+      {"cumem_graph_memory_resource_trim", "resource",
+       [&] { return cumem_graph_memory_resource_trim(nullptr); }},
+      {"cumem_graph_memory_resource_reset_highs", "resource",
+       [&] { return cumem_graph_memory_resource_reset_highs(nullptr); }},
+  });
+  EXPECT_EQ(cumem_graph_release(nullptr), CUMEM_SUCCESS);
+  EXPECT_EQ(graph, nullptr);
+  EXPECT_EQ(res, nullptr);
+
+  // NULL out pointers with a live host object; then a host resource is not
+  // a graph memory resource (CUMEM_ERROR_NOT_SUPPORTED, nothing written).
+  cumem_resource_t* host = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
+  expect_all({
+      {"cumem_graph_memory_resource_get_attributes", "attributes",
+       [&] { return cumem_graph_memory_resource_get_attributes(host, nullptr); }},
+  });
+  ga.reserved_mem_current = 7;
+  CUMEM_EXPECT_ERROR(cumem_graph_memory_resource_get_attributes(host, &ga),
+                     CUMEM_ERROR_NOT_SUPPORTED, "is not a graph memory resource");
+  EXPECT_EQ(ga.reserved_mem_current, 7u);
+  CUMEM_EXPECT_ERROR(cumem_graph_memory_resource_trim(host), CUMEM_ERROR_NOT_SUPPORTED,
+                     "is not a graph memory resource");
+  CUMEM_EXPECT_ERROR(cumem_graph_memory_resource_reset_highs(host), CUMEM_ERROR_NOT_SUPPORTED,
+                     "is not a graph memory resource");
+  // A resource handle is not a graph handle.
+  CUMEM_EXPECT_ERROR(cumem_graph_launch(reinterpret_cast<cumem_graph_t*>(host), nullptr),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "is a cumem_resource_t, not a cumem_graph_t");
+  // NULL is the legacy default stream, which never captures: no driver call.
+  ci.id = 9;
+  CUMEM_ASSERT_OK(cumem_stream_get_capture_info(nullptr, &ci));
+  EXPECT_EQ(ci.status, CUMEM_CAPTURE_STATUS_NONE);
+  EXPECT_EQ(ci.id, 0u);
+  // The out struct's rules: an older caller's smaller struct gets only the
+  // fields it covers; a cut inside a field is refused, writing nothing.
+  ci.struct_size = 8;
+  ci.id = 9;
+  CUMEM_ASSERT_OK(cumem_stream_get_capture_info(nullptr, &ci));
+  EXPECT_EQ(ci.struct_size, 8u);
+  EXPECT_EQ(ci.id, 9u);
+  ci.struct_size = 12;
+  CUMEM_EXPECT_ERROR(cumem_stream_get_capture_info(nullptr, &ci), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "'id'");
+  cumem_resource_release(host);
+}
+
 }  // namespace

@@ -276,4 +276,18 @@ TEST(ZeroDefaults, CachingResourceOptions) {
   cumem_resource_release(host);
 }
 
+// CUDA graphs: the options struct, and the two out structs.
+TEST(ZeroDefaults, CudaGraphStructs) {
+  EXPECT_TRUE(same_bytes(from_init(cumem_graph_options_init), zero_filled<cumem_graph_options_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_graph_options_t, CUMEM_GRAPH_OPTIONS_INIT),
+                         zero_filled<cumem_graph_options_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_capture_info_t, CUMEM_CAPTURE_INFO_INIT),
+                         zero_filled<cumem_capture_info_t>()));
+  EXPECT_TRUE(same_bytes(
+      CUMEM_FROM_MACRO(cumem_graph_memory_attributes_t, CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT),
+      zero_filled<cumem_graph_memory_attributes_t>()));
+  // The zero value of each enum is its default.
+  EXPECT_EQ(static_cast<int>(CUMEM_CAPTURE_STATUS_NONE), 0);
+}
+
 }  // namespace

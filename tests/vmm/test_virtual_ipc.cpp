@@ -8,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <random>
+#include <string>
 
 #include "virtual_fixture.hpp"
 
@@ -178,30 +181,47 @@ TEST_F(VirtualIpc, TravelsOverStreamAndSeqpacketSockets) {
   }
 }
 
-// Another process (forked) receives the handle, maps the chunks and writes
-// them; the exporter sees the writes.
+// The child of AnotherProcessMapsAndWritesTheBuffer: receives the handle on
+// `socket`, maps the chunks, checks the pattern and writes over it.
+int virtual_ipc_child(int socket) {
+  cumem_device_t* device = nullptr;
+  if (cumem_device_get(0, &device) != CUMEM_SUCCESS) return 3;
+  cumem_virtual_ipc_handle_t* got = nullptr;
+  cumem_buffer_t* b = nullptr;
+  int code = 1;
+  if (cumem_ipc_receive_virtual(socket, &got) == CUMEM_SUCCESS &&
+      cumem_buffer_from_virtual_ipc_handle(device, got, nullptr, &b) == CUMEM_SUCCESS) {
+    void* p = nullptr;
+    size_t n = 0;
+    cumem_buffer_ptr(b, &p);
+    cumem_buffer_size(b, &n);
+    code = 0;
+    for (size_t i = 0; i < n && code == 0; ++i)  // VirtualTest::pattern(p, n, 11)
+      if (static_cast<unsigned char*>(p)[i] != static_cast<unsigned char>((i * 131 + 11) >> 3)) code = 2;
+    std::memset(p, 0x3C, n);
+    cumem_buffer_release(b);
+  }
+  if (code == 1) std::fprintf(stderr, "child: %s\n", cumem_last_error_message());
+  cumem_virtual_ipc_handle_release(got);
+  cumem_device_release(device);
+  return code;
+}
+
+// Another process receives the handle, maps the chunks and writes them;
+// the exporter sees the writes.
 TEST_F(VirtualIpc, AnotherProcessMapsAndWritesTheBuffer) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  // fork + exec: a child forked after CUDA was initialised cannot use the
+  // driver (libcumem refuses it, as the real driver would fail), so the
+  // child is this program started afresh.
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    ::close(sv[0]);
-    cumem_virtual_ipc_handle_t* got = nullptr;
-    cumem_buffer_t* b = nullptr;
-    int code = 1;
-    if (cumem_ipc_receive_virtual(sv[1], &got) == CUMEM_SUCCESS &&
-        cumem_buffer_from_virtual_ipc_handle(device, got, nullptr, &b) == CUMEM_SUCCESS) {
-      void* p = nullptr;
-      size_t n = 0;
-      cumem_buffer_ptr(b, &p);
-      cumem_buffer_size(b, &n);
-      code = has_pattern(static_cast<unsigned char*>(p), n, 11) ? 0 : 2;
-      std::memset(p, 0x3C, n);
-      cumem_buffer_release(b);
-    }
-    cumem_virtual_ipc_handle_release(got);
-    _exit(code);
+    const std::string fd = std::to_string(dup(sv[1]));  // without close-on-exec
+    execl("/proc/self/exe", "/proc/self/exe", "--virtual-ipc-child", fd.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
   }
   ::close(sv[1]);
   CUMEM_ASSERT_OK(cumem_ipc_send_virtual(sv[0], handle));
@@ -309,3 +329,10 @@ TEST_F(VirtualIpc, OnlyWholeBuffersOfASharingResourceExport) {
 }
 
 }  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--virtual-ipc-child")
+    return virtual_ipc_child(std::atoi(argv[2]));
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -10,7 +10,7 @@ libcumem's message.
 """
 import ctypes
 
-from . import _lib
+from . import _graph, _lib
 from ._lib import lib, library_path
 
 __all__ = [
@@ -18,7 +18,7 @@ __all__ = [
     "driver_version", "version", "library_path", "set_framework_resource", "framework_resource",
     "DLDeviceType", "Program", "Library", "Kernel", "launch", "launch_config",
     "kernel_arguments", "nvrtc_version", "VirtualIpcHandle", "ipc_send_virtual",
-    "ipc_receive_virtual",
+    "ipc_receive_virtual", "Graph",
 ]
 
 _V = ctypes.c_void_p
@@ -159,6 +159,22 @@ class Stream(_Handle):
     def wait(self, other):
         _check(lib.cumem_stream_wait_stream(self.handle, other.handle))
 
+    # CUDA graphs (cumem/_graph.py).
+    def begin_capture(self, mode="thread_local"):
+        """Captures the work queued from now into a CUDA graph; mode "global",
+        "thread_local" or "relaxed"."""
+        _check(lib.cumem_stream_begin_capture(self.handle, _graph.CAPTURE_MODES[mode]))
+
+    def end_capture_graph(self, auto_free_on_launch=False, use_node_priority=False):
+        """Ends the capture (begun here or by anyone) into an executable Graph."""
+        o = _graph.graph_options(auto_free_on_launch, use_node_priority)
+        return Graph(_out(lib.cumem_stream_end_capture_graph, self.handle, ctypes.byref(o)),
+                     self.device)
+
+    def capture_info(self):
+        """{'status': 'none'|'active'|'invalidated', 'id': int}, whoever began the capture."""
+        return _graph.capture_info(self.handle)
+
 
 def _stream(s):
     return None if s is None else s.handle
@@ -249,6 +265,22 @@ class Resource(_Handle):
         (an expandable one unmaps their pages), then asks its upstream to trim."""
         _check(lib.cumem_caching_resource_trim(self.handle, int(keep_bytes)))
 
+    # The graph memory resource (cuda.core's GraphMemoryResource): allocates
+    # only on capturing streams; the device's graph memory.
+    @classmethod
+    def graph_memory(cls, device=0):
+        d = _device(device)
+        return cls(_out(lib.cumem_graph_memory_resource_create, d.handle), (d,))
+
+    def graph_memory_attributes(self):
+        return _graph.graph_memory_attributes(self.handle)
+
+    def graph_memory_trim(self):
+        _check(lib.cumem_graph_memory_resource_trim(self.handle))
+
+    def graph_memory_reset_highs(self):
+        _check(lib.cumem_graph_memory_resource_reset_highs(self.handle))
+
     def properties(self):
         p = _lib.ResourceProperties(ctypes.sizeof(_lib.ResourceProperties))
         _check(lib.cumem_resource_get_properties(self.handle, ctypes.byref(p)))
@@ -289,6 +321,42 @@ class Resource(_Handle):
     def release_pending(self):
         """Waits for the work pending frees and resizes wait for, then releases them."""
         _check(lib.cumem_virtual_resource_release_pending(self.handle))
+
+
+class Graph(_Handle):
+    """An executable CUDA graph (Stream.end_capture_graph, or instantiate)."""
+    _release = staticmethod(lib.cumem_graph_release)
+
+    def __init__(self, handle, device):
+        super().__init__(handle)
+        self.device = device
+
+    @classmethod
+    def instantiate(cls, device, native_graph, auto_free_on_launch=False,
+                    use_node_priority=False):
+        """Instantiates a CUgraph (an int); the CUgraph stays the caller's."""
+        d = _device(device)
+        o = _graph.graph_options(auto_free_on_launch, use_node_priority)
+        return cls(_out(lib.cumem_graph_instantiate, d.handle, _V(int(native_graph)),
+                        ctypes.byref(o)), d)
+
+    def launch(self, stream=None):
+        _check(lib.cumem_graph_launch(self.handle, _stream(stream)))
+
+    def upload(self, stream=None):
+        _check(lib.cumem_graph_upload(self.handle, _stream(stream)))
+
+    @property
+    def native(self):
+        """The CUgraphExec (an int)."""
+        return _out(lib.cumem_graph_native, self.handle)
+
+    @property
+    def capture_id(self):
+        """The id of the capture it came from (0: instantiated from a CUgraph)."""
+        v = ctypes.c_uint64()
+        _check(lib.cumem_graph_capture_id(self.handle, ctypes.byref(v)))
+        return v.value
 
 
 def set_framework_resource(device, resource):

@@ -79,6 +79,7 @@ opaque!(
     cumem_library_t,
     cumem_kernel_t,
     cumem_allocation_handle_t,
+    cumem_graph_t,
     DLManagedTensorVersioned,
     DLManagedTensor,
 );
@@ -126,6 +127,7 @@ pub const CUMEM_RESOURCE_TRACKING: cumem_resource_kind_t = 10;
 pub const CUMEM_RESOURCE_LOGGING: cumem_resource_kind_t = 11;
 pub const CUMEM_RESOURCE_CALLBACK: cumem_resource_kind_t = 12;
 pub const CUMEM_RESOURCE_ALIGNED: cumem_resource_kind_t = 13;
+pub const CUMEM_RESOURCE_GRAPH_MEMORY: cumem_resource_kind_t = 15;
 
 pub type cumem_advice_t = i32;
 pub const CUMEM_ADVICE_SET_READ_MOSTLY: cumem_advice_t = 1;
@@ -1204,4 +1206,102 @@ extern "C" {
         stream: *const cumem_stream_t,
         out_buffer: *mut *mut cumem_buffer_t,
     ) -> cumem_status_t;
+}
+
+// ---------------------------------------------------------------------------
+// CUDA graphs: capture status, executable graphs, graph memory
+// ---------------------------------------------------------------------------
+
+pub type cumem_capture_status_t = i32;
+pub const CUMEM_CAPTURE_STATUS_NONE: cumem_capture_status_t = 0;
+pub const CUMEM_CAPTURE_STATUS_ACTIVE: cumem_capture_status_t = 1;
+pub const CUMEM_CAPTURE_STATUS_INVALIDATED: cumem_capture_status_t = 2;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_capture_info_t {
+    pub struct_size: u32,
+    pub status: cumem_capture_status_t,
+    pub id: u64,
+}
+impl Default for cumem_capture_info_t {
+    /// CUMEM_CAPTURE_INFO_INIT.
+    fn default() -> Self {
+        Self { struct_size: struct_size::<Self>(), status: CUMEM_CAPTURE_STATUS_NONE, id: 0 }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_graph_options_t {
+    pub struct_size: u32,
+    pub auto_free_on_launch: cumem_bool_t,
+    pub use_node_priority: cumem_bool_t,
+}
+impl Default for cumem_graph_options_t {
+    /// CUMEM_GRAPH_OPTIONS_INIT.
+    fn default() -> Self {
+        Self { struct_size: struct_size::<Self>(), auto_free_on_launch: CUMEM_FALSE, use_node_priority: CUMEM_FALSE }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_graph_memory_attributes_t {
+    pub struct_size: u32,
+    pub reserved0: u32,
+    pub reserved_mem_current: u64,
+    pub reserved_mem_high: u64,
+    pub used_mem_current: u64,
+    pub used_mem_high: u64,
+}
+impl Default for cumem_graph_memory_attributes_t {
+    /// CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            reserved0: 0,
+            reserved_mem_current: 0,
+            reserved_mem_high: 0,
+            used_mem_current: 0,
+            used_mem_high: 0,
+        }
+    }
+}
+
+extern "C" {
+    pub fn cumem_stream_begin_capture(stream: *const cumem_stream_t, mode: cumem_capture_mode_t) -> cumem_status_t;
+    pub fn cumem_stream_end_capture(stream: *const cumem_stream_t, out_graph: *mut *mut c_void) -> cumem_status_t;
+    pub fn cumem_stream_get_capture_info(
+        stream: *const cumem_stream_t,
+        info: *mut cumem_capture_info_t,
+    ) -> cumem_status_t;
+    pub fn cumem_graph_options_init(options: *mut cumem_graph_options_t);
+    pub fn cumem_stream_end_capture_graph(
+        stream: *const cumem_stream_t,
+        options: *const cumem_graph_options_t,
+        out_graph: *mut *mut cumem_graph_t,
+    ) -> cumem_status_t;
+    pub fn cumem_graph_instantiate(
+        device: *const cumem_device_t,
+        native_graph: *mut c_void,
+        options: *const cumem_graph_options_t,
+        out_graph: *mut *mut cumem_graph_t,
+    ) -> cumem_status_t;
+    pub fn cumem_graph_retain(graph: *mut cumem_graph_t) -> cumem_status_t;
+    pub fn cumem_graph_release(graph: *mut cumem_graph_t) -> cumem_status_t;
+    pub fn cumem_graph_launch(graph: *mut cumem_graph_t, stream: *const cumem_stream_t) -> cumem_status_t;
+    pub fn cumem_graph_upload(graph: *mut cumem_graph_t, stream: *const cumem_stream_t) -> cumem_status_t;
+    pub fn cumem_graph_native(graph: *const cumem_graph_t, out_native: *mut *mut c_void) -> cumem_status_t;
+    pub fn cumem_graph_capture_id(graph: *const cumem_graph_t, out_id: *mut u64) -> cumem_status_t;
+    pub fn cumem_graph_memory_resource_create(
+        device: *const cumem_device_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_graph_memory_resource_get_attributes(
+        resource: *const cumem_resource_t,
+        attributes: *mut cumem_graph_memory_attributes_t,
+    ) -> cumem_status_t;
+    pub fn cumem_graph_memory_resource_trim(resource: *mut cumem_resource_t) -> cumem_status_t;
+    pub fn cumem_graph_memory_resource_reset_highs(resource: *mut cumem_resource_t) -> cumem_status_t;
 }

@@ -137,6 +137,16 @@ fn layouts() -> Vec<Layout> {
             ptx_version => ptx_version, binary_version => binary_version,
             max_dynamic_shared_size_bytes => max_dynamic_shared_size_bytes,
         }),
+        layout!(cumem_capture_info_t { struct_size => struct_size, status => status, id => id }),
+        layout!(cumem_graph_options_t {
+            struct_size => struct_size, auto_free_on_launch => auto_free_on_launch,
+            use_node_priority => use_node_priority,
+        }),
+        layout!(cumem_graph_memory_attributes_t {
+            struct_size => struct_size, reserved0 => reserved0,
+            reserved_mem_current => reserved_mem_current, reserved_mem_high => reserved_mem_high,
+            used_mem_current => used_mem_current, used_mem_high => used_mem_high,
+        }),
         layout!(cumem_launch_config_t {
             struct_size => struct_size, grid => grid, block => block,
             shared_memory_bytes => shared_memory_bytes, cluster => cluster,
@@ -336,6 +346,9 @@ fn defaults_init_functions_and_zero_filled_structs_are_the_same_bytes() {
     same!(cumem_kernel_attributes_t);
     same!(cumem_virtual_resource_options_t, cumem_virtual_resource_options_init);
     same!(cumem_virtual_statistics_t);
+    same!(cumem_graph_options_t, cumem_graph_options_init);
+    same!(cumem_capture_info_t);
+    same!(cumem_graph_memory_attributes_t);
 }
 
 #[test]

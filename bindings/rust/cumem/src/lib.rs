@@ -890,3 +890,177 @@ impl Drop for VirtualIpcHandle {
         unsafe { sys::cumem_virtual_ipc_handle_release(self.raw.as_ptr()) };
     }
 }
+
+// ---------------------------------------------------------------------------
+// CUDA graphs: capture status, executable graphs, graph memory
+// ---------------------------------------------------------------------------
+
+/// Whether a stream captures (`cumem_capture_status_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaptureStatus {
+    None,
+    Active,
+    /// Capturing, but an error invalidated the capture (it must still be ended).
+    Invalidated,
+}
+
+/// A stream's capture: its status and the capture's id (unique per capture
+/// sequence in the process; 0 unless active).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CaptureInfo {
+    pub status: CaptureStatus,
+    pub id: u64,
+}
+
+/// How a captured graph is instantiated (`cumem_graph_options_t`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraphOptions {
+    /// Each launch first frees what the previous launch allocated and kept.
+    pub auto_free_on_launch: bool,
+    /// Kernel nodes keep the priority they were captured with.
+    pub use_node_priority: bool,
+}
+
+impl GraphOptions {
+    fn to_sys(self) -> sys::cumem_graph_options_t {
+        sys::cumem_graph_options_t {
+            auto_free_on_launch: self.auto_free_on_launch as u32,
+            use_node_priority: self.use_node_priority as u32,
+            ..Default::default()
+        }
+    }
+}
+
+impl Stream {
+    /// Captures the work queued from now into a CUDA graph
+    /// (`sys::CUMEM_CAPTURE_MODE_*`).
+    pub fn begin_capture(&self, mode: sys::cumem_capture_mode_t) -> Result<()> {
+        // SAFETY: live handle; the library checks the mode.
+        check(unsafe { sys::cumem_stream_begin_capture(self.raw.as_ptr(), mode) })
+    }
+
+    /// Whether the stream captures now, whoever began the capture.
+    pub fn capture_info(&self) -> Result<CaptureInfo> {
+        let mut info = sys::cumem_capture_info_t::default();
+        // SAFETY: live handle; struct_size set by Default.
+        check(unsafe { sys::cumem_stream_get_capture_info(self.raw.as_ptr(), &mut info) })?;
+        let status = match info.status {
+            sys::CUMEM_CAPTURE_STATUS_ACTIVE => CaptureStatus::Active,
+            sys::CUMEM_CAPTURE_STATUS_INVALIDATED => CaptureStatus::Invalidated,
+            _ => CaptureStatus::None,
+        };
+        Ok(CaptureInfo { status, id: info.id })
+    }
+
+    /// Ends the capture on this stream into an executable graph.
+    pub fn end_capture_graph(&self, options: GraphOptions) -> Result<Graph> {
+        let o = options.to_sys();
+        let mut raw = ptr::null_mut();
+        // SAFETY: live handle, initialised options, valid out pointer.
+        check(unsafe { sys::cumem_stream_end_capture_graph(self.raw.as_ptr(), &o, &mut raw) })?;
+        Ok(Graph { raw: non_null(raw) })
+    }
+}
+
+/// An executable CUDA graph, destroyed with its last reference.
+#[derive(Debug)]
+pub struct Graph {
+    raw: NonNull<sys::cumem_graph_t>,
+}
+// SAFETY: graphs allow all calls concurrently (launches are serialised).
+unsafe impl Send for Graph {}
+unsafe impl Sync for Graph {}
+
+impl Graph {
+    /// Instantiates a CUgraph for `device`; the CUgraph stays the caller's.
+    ///
+    /// # Safety
+    /// `native_graph` must be a live CUgraph.
+    pub unsafe fn instantiate(device: &Device, native_graph: *mut c_void, options: GraphOptions) -> Result<Graph> {
+        let o = options.to_sys();
+        let mut raw = ptr::null_mut();
+        check(sys::cumem_graph_instantiate(device.raw.as_ptr(), native_graph, &o, &mut raw))?;
+        Ok(Graph { raw: non_null(raw) })
+    }
+
+    /// Enqueues one run on `stream` (None: the legacy default stream).
+    pub fn launch(&self, stream: Option<&Stream>) -> Result<()> {
+        // SAFETY: live handles.
+        check(unsafe { sys::cumem_graph_launch(self.raw.as_ptr(), opt_stream(stream)) })
+    }
+
+    pub fn upload(&self, stream: Option<&Stream>) -> Result<()> {
+        // SAFETY: live handles.
+        check(unsafe { sys::cumem_graph_upload(self.raw.as_ptr(), opt_stream(stream)) })
+    }
+
+    /// The CUgraphExec, valid while this graph lives.
+    pub fn native(&self) -> Result<*mut c_void> {
+        let mut p = ptr::null_mut();
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::cumem_graph_native(self.raw.as_ptr(), &mut p) })?;
+        Ok(p)
+    }
+
+    /// The id of the capture it came from (0: instantiated from a CUgraph).
+    pub fn capture_id(&self) -> Result<u64> {
+        let mut id = 0;
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::cumem_graph_capture_id(self.raw.as_ptr(), &mut id) })?;
+        Ok(id)
+    }
+
+    pub fn as_raw(&self) -> *mut sys::cumem_graph_t {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference.
+        unsafe { sys::cumem_graph_release(self.raw.as_ptr()) };
+    }
+}
+
+/// The device's graph memory (`cumem_graph_memory_attributes_t`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraphMemoryAttributes {
+    pub reserved_mem_current: u64,
+    pub reserved_mem_high: u64,
+    pub used_mem_current: u64,
+    pub used_mem_high: u64,
+}
+
+impl Resource {
+    /// The graph memory resource of `device` (cuda.core's
+    /// GraphMemoryResource): allocations on capturing streams only.
+    pub fn graph_memory(device: &Device) -> Result<Resource> {
+        // SAFETY: live device.
+        Self::make(|out| unsafe { sys::cumem_graph_memory_resource_create(device.raw.as_ptr(), out) })
+    }
+
+    /// Graph memory resources only: the device's graph memory.
+    pub fn graph_memory_attributes(&self) -> Result<GraphMemoryAttributes> {
+        let mut a = sys::cumem_graph_memory_attributes_t::default();
+        // SAFETY: live resource; struct_size set by Default.
+        check(unsafe { sys::cumem_graph_memory_resource_get_attributes(self.raw.as_ptr(), &mut a) })?;
+        Ok(GraphMemoryAttributes {
+            reserved_mem_current: a.reserved_mem_current,
+            reserved_mem_high: a.reserved_mem_high,
+            used_mem_current: a.used_mem_current,
+            used_mem_high: a.used_mem_high,
+        })
+    }
+
+    /// Graph memory resources only: gives unused graph memory back.
+    pub fn graph_memory_trim(&self) -> Result<()> {
+        // SAFETY: live resource.
+        check(unsafe { sys::cumem_graph_memory_resource_trim(self.raw.as_ptr()) })
+    }
+
+    /// Graph memory resources only: the highs back to the current values.
+    pub fn graph_memory_reset_highs(&self) -> Result<()> {
+        // SAFETY: live resource.
+        check(unsafe { sys::cumem_graph_memory_resource_reset_highs(self.raw.as_ptr()) })
+    }
+}
