@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 /** The newest table version this header describes. */
-#define CUMEM_API_TABLE_VERSION 1
+#define CUMEM_API_TABLE_VERSION 2
 
 typedef uint32_t (*PFN_cumem_version)(void);
 typedef const char* (*PFN_cumem_status_string)(cumem_status_t status);
@@ -167,6 +167,21 @@ typedef cumem_status_t (*PFN_cumem_caching_resource_trim)(cumem_resource_t* reso
 typedef cumem_status_t (*PFN_cumem_set_log_callback)(cumem_log_callback_t callback, void* user_data);
 typedef cumem_status_t (*PFN_cumem_set_log_level)(cumem_log_level_t level);
 typedef cumem_status_t (*PFN_cumem_get_log_level)(cumem_log_level_t* out_level);
+typedef cumem_status_t (*PFN_cumem_device_get_memory_resource)(const cumem_device_t* device, cumem_resource_t** out_resource);
+typedef cumem_status_t (*PFN_cumem_device_set_memory_resource)(const cumem_device_t* device, cumem_resource_t* resource);
+typedef cumem_status_t (*PFN_cumem_device_allocate)(const cumem_device_t* device, size_t size, const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
+typedef void (*PFN_cumem_failure_callback_init)(cumem_failure_callback_t* callback);
+typedef cumem_status_t (*PFN_cumem_failure_callback_resource_create)(cumem_resource_t* upstream, const cumem_failure_callback_t* callback, cumem_resource_t** out_resource);
+typedef cumem_status_t (*PFN_cumem_buffer_discard_prefetch)(cumem_buffer_t* buffer, cumem_location_t location, const cumem_stream_t* stream);
+typedef cumem_status_t (*PFN_cumem_buffer_get_last_prefetch_location)(const cumem_buffer_t* buffer, cumem_location_t* out_location);
+typedef cumem_status_t (*PFN_cumem_buffer_copy_to_new)(const cumem_buffer_t* src, const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
+typedef void (*PFN_cumem_copy_options_init)(cumem_copy_options_t* options);
+typedef cumem_status_t (*PFN_cumem_copy_batch)(const cumem_stream_t* stream, size_t count, cumem_buffer_t* const* dsts, const size_t* dst_offsets, const cumem_buffer_t* const* srcs, const size_t* src_offsets, const size_t* sizes, const cumem_copy_options_t* options, size_t num_options);
+typedef cumem_status_t (*PFN_cumem_copy_batch_raw)(const cumem_stream_t* stream, size_t count, void* const* dsts, const size_t* dst_offsets, const void* const* srcs, const size_t* src_offsets, const size_t* sizes, const cumem_copy_options_t* options, size_t num_options);
+typedef cumem_status_t (*PFN_cumem_prefetch_batch)(const cumem_stream_t* stream, size_t count, cumem_buffer_t* const* buffers, const cumem_location_t* locations, size_t num_locations);
+typedef cumem_status_t (*PFN_cumem_discard_batch)(const cumem_stream_t* stream, size_t count, cumem_buffer_t* const* buffers);
+typedef cumem_status_t (*PFN_cumem_discard_prefetch_batch)(const cumem_stream_t* stream, size_t count, cumem_buffer_t* const* buffers, const cumem_location_t* locations, size_t num_locations);
+typedef cumem_status_t (*PFN_cumem_batch_get_statistics)(cumem_batch_statistics_t* stats);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -321,6 +336,22 @@ struct cumem_api_t {
   PFN_cumem_set_log_callback cumem_set_log_callback;
   PFN_cumem_set_log_level cumem_set_log_level;
   PFN_cumem_get_log_level cumem_get_log_level;
+  /* version 2 */
+  PFN_cumem_device_get_memory_resource cumem_device_get_memory_resource;
+  PFN_cumem_device_set_memory_resource cumem_device_set_memory_resource;
+  PFN_cumem_device_allocate cumem_device_allocate;
+  PFN_cumem_failure_callback_init cumem_failure_callback_init;
+  PFN_cumem_failure_callback_resource_create cumem_failure_callback_resource_create;
+  PFN_cumem_buffer_discard_prefetch cumem_buffer_discard_prefetch;
+  PFN_cumem_buffer_get_last_prefetch_location cumem_buffer_get_last_prefetch_location;
+  PFN_cumem_buffer_copy_to_new cumem_buffer_copy_to_new;
+  PFN_cumem_copy_options_init cumem_copy_options_init;
+  PFN_cumem_copy_batch cumem_copy_batch;
+  PFN_cumem_copy_batch_raw cumem_copy_batch_raw;
+  PFN_cumem_prefetch_batch cumem_prefetch_batch;
+  PFN_cumem_discard_batch cumem_discard_batch;
+  PFN_cumem_discard_prefetch_batch cumem_discard_prefetch_batch;
+  PFN_cumem_batch_get_statistics cumem_batch_get_statistics;
 };
 
 #ifdef __cplusplus
