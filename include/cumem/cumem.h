@@ -1083,7 +1083,8 @@ typedef enum cumem_failure_action_t {
 typedef struct cumem_failure_info_t {
   uint32_t struct_size;
   /** 1 for the upstream's first refusal of this allocation, 2 after one
-   *  retry was refused too, ...; at most max_retries + 1. */
+   *  retry was refused too, ...; at most max_retries (the callback is
+   *  called at most max_retries times per allocation). */
   uint32_t attempt;
   /** Bytes asked for. */
   uint64_t size;

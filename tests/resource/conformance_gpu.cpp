@@ -19,6 +19,7 @@ const ResourceKind gpu_kinds[] = {
     caching_kind("caching_over_legacy_pinned", legacy_pinned_kind("legacy")),
     tracking_kind("tracking_over_device_pool", device_pool_kind("pool", false)),
     aligned_kind("aligned_65536_over_device_pool", device_pool_kind("pool", false), 65536),
+    failure_callback_kind("failure_callback_over_device_pool", device_pool_kind("pool", false)),
 };
 
 INSTANTIATE_TEST_SUITE_P(Gpu, ResourceConformance, ::testing::ValuesIn(gpu_kinds), kind_name);
