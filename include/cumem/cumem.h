@@ -1415,8 +1415,9 @@ CUMEM_API cumem_status_t cumem_buffer_copy_to_new(const cumem_buffer_t* src,
  * Validation, before anything is queued (a failing call queues nothing,
  * unless the driver itself fails part-way, which the message says): every
  * array a call requires must be non-NULL when count > 0 (count 0 does
- * nothing; the arrays marked optional may be NULL); every buffer must be a live handle (its index is named, such as
- * 'dsts[3]') and open (CUMEM_ERROR_BUFFER_CLOSED naming the index); every
+ * nothing; the arrays marked optional may be NULL); every buffer must be a
+ * live handle (its index is named, such as 'dsts[3]') and open
+ * (CUMEM_ERROR_BUFFER_CLOSED naming the index); every
  * region must lie inside its buffer (CUMEM_ERROR_OUT_OF_RANGE naming the
  * index); and no operation may depend on another of the same batch: a
  * destination region may not overlap any source or destination region of
