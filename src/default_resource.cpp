@@ -49,8 +49,8 @@ void check_resource_for_device(const Resource& resource, int ordinal, const std:
   const ResourceProperties& p = resource.properties();
   if (!p.device_accessible)
     fail(Status::invalid_argument,
-         role + " must serve memory the device can access (kernels are given its pointers), "
-                "and " + resource.describe() + " does not (properties.device_accessible is false)");
+         role + " must serve device-accessible memory (kernels are given its pointers), and " +
+             resource.describe() + " does not (properties.device_accessible is false)");
   if (p.is_imported)
     fail(Status::invalid_argument, role + " must be able to allocate, and " +
                                        resource.describe() +

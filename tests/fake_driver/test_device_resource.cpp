@@ -90,7 +90,7 @@ TEST_F(DeviceResource, SetAndBackToTheSameDefault) {
 TEST_F(DeviceResource, MemoryTheDeviceCannotAccessIsRefused) {
   cumem_resource_t* original = memory_resource(device);
   CUMEM_EXPECT_ERROR(cumem_device_set_memory_resource(device, host), CUMEM_ERROR_INVALID_ARGUMENT,
-                     "the device's memory resource must serve memory the device can access");
+                     "the device's memory resource must serve device-accessible memory");
   EXPECT_NE(std::string(cumem_last_error_message()).find("device_accessible is false"),
             std::string::npos);
   cumem_resource_t* still = memory_resource(device);
@@ -140,7 +140,7 @@ TEST_F(DeviceResource, FrameworkDefaultIsTheDevicesMemoryResource) {
 // What the frameworks refuse, as the header lists it.
 TEST_F(DeviceResource, FrameworkRefusesMemoryTheDeviceCannotAccess) {
   CUMEM_EXPECT_ERROR(cumem_framework_set_resource(0, host), CUMEM_ERROR_INVALID_ARGUMENT,
-                     "a framework resource must serve memory the device can access");
+                     "a framework resource must serve device-accessible memory");
   cumem_resource_t* callbacks_host = nullptr;
   cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
   c.allocate = [](size_t, void*, void*, void** out) -> int32_t {
