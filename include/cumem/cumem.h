@@ -1129,6 +1129,7 @@ typedef struct cumem_failure_callback_t {
   /** [optional] Called once with user_data when the adaptor's last
    *  reference goes (so that bindings can free what user_data holds). */
   cumem_destroy_fn destroy;
+  /** Passed to callback and destroy, untouched. */
   void* user_data;
 } cumem_failure_callback_t;
 #define CUMEM_FAILURE_CALLBACK_INIT \
@@ -1462,6 +1463,7 @@ typedef enum cumem_copy_overlap_mode_t {
  *  overlap. */
 typedef struct cumem_copy_options_t {
   uint32_t struct_size;
+  /** Default (0): CUMEM_COPY_SRC_ACCESS_ORDER_STREAM. */
   cumem_copy_src_access_order_t src_access_order;
   /** Where the source is best read from: CUMEM_LOCATION_NONE (default: no
    *  hint), a device, the host, a host NUMA node or the calling thread's
@@ -1471,6 +1473,7 @@ typedef struct cumem_copy_options_t {
   cumem_location_t src_location_hint;
   /** The same for the destination. */
   cumem_location_t dst_location_hint;
+  /** Default (0): CUMEM_COPY_OVERLAP_DEFAULT. */
   cumem_copy_overlap_mode_t overlap_mode;
 } cumem_copy_options_t;
 #define CUMEM_COPY_OPTIONS_INIT                                                      \
