@@ -221,3 +221,33 @@ CUMEM_EXPORT cumem_status_t cumem_buffer_discard(cumem_buffer_t* buffer,
   b.discard(optional(stream, "stream"));
   CUMEM_CATCH
 }
+
+CUMEM_EXPORT cumem_status_t cumem_buffer_discard_prefetch(cumem_buffer_t* buffer,
+                                                          cumem_location_t location,
+                                                          const cumem_stream_t* stream) {
+  CUMEM_TRY
+  Buffer& b = object(buffer, "buffer");
+  b.discard_prefetch(to_location(location), optional(stream, "stream"));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_buffer_get_last_prefetch_location(
+    const cumem_buffer_t* buffer, cumem_location_t* out_location) {
+  CUMEM_TRY
+  const Buffer& b = object(buffer, "buffer");
+  out(out_location, "out_location");
+  const Location l = b.last_prefetch_location();
+  *out_location = cumem_location_t{static_cast<cumem_location_type_t>(l.type), l.id};
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_buffer_copy_to_new(const cumem_buffer_t* src,
+                                                     const cumem_stream_t* stream,
+                                                     cumem_buffer_t** out_buffer) {
+  CUMEM_TRY
+  const Buffer& s = object(src, "src");
+  const Stream* st = optional(stream, "stream");
+  out(out_buffer, "out_buffer");
+  *out_buffer = to_handle<cumem_buffer_t>(s.copy_to_new(st));
+  CUMEM_CATCH
+}

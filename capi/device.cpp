@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "../src/buffer.hpp"
+#include "../src/default_resource.hpp"
 #include "../src/device.hpp"
 
 using namespace cumem::core;
@@ -139,5 +141,35 @@ CUMEM_EXPORT cumem_status_t cumem_device_stream_priority_range(const cumem_devic
   d.stream_priority_range(least, greatest);
   *out_least = least;
   *out_greatest = greatest;
+  CUMEM_CATCH
+}
+
+// The device's memory resource (src/default_resource.hpp).
+CUMEM_EXPORT cumem_status_t cumem_device_get_memory_resource(const cumem_device_t* device,
+                                                             cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  const Device& d = object(device, "device");
+  out(out_resource, "out_resource");
+  *out_resource = to_handle<cumem_resource_t>(device_memory_resource(d));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_device_set_memory_resource(const cumem_device_t* device,
+                                                             cumem_resource_t* resource) {
+  CUMEM_TRY
+  const Device& d = object(device, "device");
+  Resource* r = optional(resource, "resource");
+  set_device_memory_resource(d, Ref<Resource>::share(r));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_device_allocate(const cumem_device_t* device, size_t size,
+                                                  const cumem_stream_t* stream,
+                                                  cumem_buffer_t** out_buffer) {
+  CUMEM_TRY
+  const Device& d = object(device, "device");
+  const Stream* s = optional(stream, "stream");
+  out(out_buffer, "out_buffer");
+  *out_buffer = to_handle<cumem_buffer_t>(Buffer::allocate(device_memory_resource(d), size, s));
   CUMEM_CATCH
 }

@@ -6,6 +6,7 @@
 #include "../src/buffer.hpp"
 #include "../src/resources/caching_resource.hpp"
 #include "../src/resources/callback_resource.hpp"
+#include "../src/resources/failure_callback_resource.hpp"
 #include "../src/resources/tracking_resource.hpp"
 #include "../src/resources/pool_resource.hpp"
 #include "../src/resources/resource.hpp"
@@ -507,5 +508,58 @@ CUMEM_EXPORT cumem_status_t cumem_resource_pool_native(const cumem_resource_t* r
   out(out_pool, "out_pool");
   const PoolResource& r = pool_of(resource, "reading the native pool handle");
   *out_pool = static_cast<void*>(r.pool_native());
+  CUMEM_CATCH
+}
+
+// The failure-callback adaptor: the C callback and its user data, in the
+// core's terms (the destroy function runs with the adaptor's end).
+namespace {
+const cumem_failure_callback_t default_failure_callback = CUMEM_FAILURE_CALLBACK_INIT;
+}  // namespace
+
+CUMEM_EXPORT void cumem_failure_callback_init(cumem_failure_callback_t* callback) {
+  if (callback) *callback = default_failure_callback;
+}
+
+CUMEM_EXPORT cumem_status_t cumem_failure_callback_resource_create(
+    cumem_resource_t* upstream, const cumem_failure_callback_t* callback,
+    cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  Resource& up = object(upstream, "upstream");
+  if (!callback) null_argument("callback");
+  out(out_resource, "out_resource");
+  const cumem_failure_callback_t c =
+      read_options(callback, default_failure_callback, "callback");
+  if (!c.callback) null_argument("callback->callback");
+  if (c.max_retries > CUMEM_FAILURE_CALLBACK_MAX_RETRIES)
+    fail(Status::invalid_argument,
+         "callback->max_retries " + std::to_string(c.max_retries) + " is above " +
+             std::to_string(CUMEM_FAILURE_CALLBACK_MAX_RETRIES) +
+             " (CUMEM_FAILURE_CALLBACK_MAX_RETRIES); 0 means the default, " +
+             std::to_string(CUMEM_FAILURE_CALLBACK_DEFAULT_RETRIES));
+  FailureCallback f;
+  f.max_retries = c.max_retries == 0 ? CUMEM_FAILURE_CALLBACK_DEFAULT_RETRIES : c.max_retries;
+  const cumem_failure_callback_fn fn = c.callback;
+  void* const user_data = c.user_data;
+  f.callback = [fn, user_data](const FailureInfo& info) {
+    cumem_resource_statistics_t stats = CUMEM_RESOURCE_STATISTICS_INIT;
+    stats.bytes_in_use = info.statistics.bytes_in_use;
+    stats.peak_bytes_in_use = info.statistics.peak_bytes_in_use;
+    stats.live_allocations = info.statistics.live_allocations;
+    stats.total_allocations = info.statistics.total_allocations;
+    cumem_failure_info_t i = CUMEM_FAILURE_INFO_INIT;
+    i.attempt = info.attempt;
+    i.size = info.size;
+    i.stream = info.stream ? static_cast<void*>(info.stream->native()) : nullptr;
+    i.statistics = &stats;
+    i.message = info.message;
+    return fn(&i, user_data) == CUMEM_FAILURE_RETRY ? FailureAction::retry : FailureAction::fail;
+  };
+  if (c.destroy) {
+    const cumem_destroy_fn destroy = c.destroy;
+    f.on_destroy = [destroy, user_data] { destroy(user_data); };
+  }
+  *out_resource = to_handle<cumem_resource_t>(
+      create_failure_callback_resource(Ref<Resource>::share(&up), std::move(f)));
   CUMEM_CATCH
 }

@@ -197,6 +197,26 @@ CUMEM_STRUCT_FIELDS(cumem_graph_memory_attributes_t, "CUMEM_GRAPH_MEMORY_ATTRIBU
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(reserved_mem_current),
   CUMEM_FIELD(reserved_mem_high), CUMEM_FIELD(used_mem_current), CUMEM_FIELD(used_mem_high))
 
+// Batches, and the failure-callback adaptor.
+CUMEM_STRUCT_FIELDS(cumem_copy_options_t, "cumem_copy_options_init()",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(src_access_order), CUMEM_FIELD(src_location_hint),
+  CUMEM_FIELD(dst_location_hint), CUMEM_FIELD(overlap_mode))
+
+CUMEM_STRUCT_FIELDS(cumem_batch_statistics_t, "CUMEM_BATCH_STATISTICS_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(driver_copy_batch), CUMEM_FIELD(driver_prefetch_batch),
+  CUMEM_FIELD(driver_discard_batch), CUMEM_FIELD(copy_batches), CUMEM_FIELD(copy_batches_looped),
+  CUMEM_FIELD(copies), CUMEM_FIELD(copies_looped), CUMEM_FIELD(prefetch_batches),
+  CUMEM_FIELD(prefetch_batches_looped), CUMEM_FIELD(prefetches), CUMEM_FIELD(discard_batches),
+  CUMEM_FIELD(discards))
+
+CUMEM_STRUCT_FIELDS(cumem_failure_callback_t, "cumem_failure_callback_init()",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(max_retries), CUMEM_FIELD(callback),
+  CUMEM_FIELD(destroy), CUMEM_FIELD(user_data))
+
+CUMEM_STRUCT_FIELDS(cumem_failure_info_t, "CUMEM_FAILURE_INFO_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(attempt), CUMEM_FIELD(size), CUMEM_FIELD(stream),
+  CUMEM_FIELD(statistics), CUMEM_FIELD(message))
+
 #undef CUMEM_STRUCT_FIELDS
 #undef CUMEM_FIELD
 

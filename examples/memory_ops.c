@@ -75,7 +75,9 @@ int main(void) {
   CHECK(cumem_program_load(program, &library));
   CHECK(cumem_library_get_kernel(library, "memory_ops", &kernel));
 
-  CHECK(cumem_device_resource_create(device, NULL, &device_mr));
+  /* Device memory from the device's memory resource: its default pool
+   * unless the program chose another (cumem_device_set_memory_resource). */
+  CHECK(cumem_device_get_memory_resource(device, &device_mr));
   CHECK(cumem_legacy_pinned_resource_create(device, &pinned_mr));
   CHECK(cumem_resource_allocate(device_mr, bytes, stream, &device_buffer));
   CHECK(cumem_resource_allocate(pinned_mr, bytes, stream, &pinned_buffer));

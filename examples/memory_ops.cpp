@@ -43,7 +43,8 @@ int run() {
   cumem::Stream stream = cumem::Stream::create(device);
   cumem::Kernel kernel = cumem::Program::compile(device, source).load().get_kernel("memory_ops");
 
-  cumem::Resource device_mr = cumem::Resource::device(device);
+  // The device's memory resource: its default pool unless the program chose another.
+  cumem::Resource device_mr = device.memory_resource();
   cumem::Resource pinned_mr = cumem::Resource::legacy_pinned(device);
   cumem::Buffer device_buffer = device_mr.allocate(bytes, stream);
   cumem::Buffer pinned_buffer = pinned_mr.allocate(bytes, stream);

@@ -90,6 +90,13 @@ class Buffer : public Object {
   void prefetch(Location location, const Stream* stream);
   void advise(Advice advice, Location location);
   void discard(const Stream* stream);
+  // Batches of one (src/managed_batch.cpp) and the driver's record of the
+  // last prefetch (none when pages differ or were never prefetched).
+  void discard_prefetch(Location location, const Stream* stream);
+  Location last_prefetch_location() const;
+  // cuda.core's copy_to with no destination: a buffer of this size from
+  // this buffer's resource, filled with a copy on `stream`.
+  Ref<Buffer> copy_to_new(const Stream* stream) const;
 
  private:
   // none: nothing to free (yet), as while a factory is still filling it in.

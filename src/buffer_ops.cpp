@@ -3,10 +3,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "batch.hpp"
 #include "buffer.hpp"
 #include "capture.hpp"
 #include "driver/driver.hpp"
 #include "error.hpp"
+#include "log.hpp"
 
 namespace cumem::core {
 namespace {
@@ -149,27 +151,38 @@ void Buffer::advise(Advice advice, Location location) {
   require_managed("advise");
   if (static_cast<int>(advice) < 1 || static_cast<int>(advice) > 6)
     fail(Status::invalid_argument, "unknown advice " + std::to_string(static_cast<int>(advice)));
-  const bool read_mostly =
-      advice == Advice::set_read_mostly || advice == Advice::unset_read_mostly;
-  if (read_mostly) {
-    // The location is ignored; a bad one is still refused, as everywhere.
+  // The driver ignores the location of these three.
+  const bool ignores_location = advice == Advice::set_read_mostly ||
+                                advice == Advice::unset_read_mostly ||
+                                advice == Advice::unset_preferred_location;
+  if (ignores_location) {
+    // A bad one is still refused, as everywhere.
     if (location.type != LocationType::none)
       validate(location, {LocationType::device, LocationType::host, LocationType::host_numa},
                "the advice's location");
-  } else {
+  } else if (advice == Advice::set_preferred_location) {
     if (location.type == LocationType::none)
       fail(Status::invalid_argument,
-           "the preferred-location and accessed-by advices need a location (a device or the "
-           "host)");
-    validate(location, {LocationType::device, LocationType::host, LocationType::host_numa},
-             "the preferred-location and accessed-by advices' location");
+           "the preferred-location advice needs a location (a device, the host or a host NUMA "
+           "node)");
+    validate(location,
+             {LocationType::device, LocationType::host, LocationType::host_numa,
+              LocationType::host_numa_current},
+             "the preferred-location advice's location");
+  } else {
+    // The driver takes only a device or the host for accessed-by.
+    if (location.type == LocationType::none)
+      fail(Status::invalid_argument,
+           "the accessed-by advices need a location (a device or the host)");
+    validate(location, {LocationType::device, LocationType::host},
+             "the accessed-by advices' location");
   }
   if (info_.size == 0) return;
   Ref<Device> holder;
   const Device& ctx = pick_context(nullptr, context_device(), nullptr, holder);
-  // The read-mostly advices ignore the location, but the driver still
-  // rejects an unset one.
-  if (read_mostly && location.type == LocationType::none)
+  // The driver ignores these advices' location, but still rejects an unset
+  // one.
+  if (ignores_location && location.type == LocationType::none)
     location = Location{LocationType::device, ctx.ordinal()};
   ScopedContext scope(ctx);
   const CUresult r = CUMEM_CU_RESULT(cuMemAdvise, (reinterpret_cast<CUdeviceptr>(info_.ptr), info_.size,
@@ -184,15 +197,81 @@ void Buffer::advise(Advice advice, Location location) {
                     std::to_string(static_cast<int>(advice)) + ", " + describe(location) + ")");
 }
 
+// There is no single-range discard in the driver: a batch of one (which
+// also takes the legacy default stream, batch.hpp).
 void Buffer::discard(const Stream* stream) {
   require_managed("discard");
-  if (info_.size == 0) return;
+  Buffer* self = this;
+  discard_batch(stream, 1, &self);
+}
+
+void Buffer::discard_prefetch(Location location, const Stream* stream) {
+  require_managed("discard_prefetch");
+  Buffer* self = this;
+  discard_prefetch_batch(stream, 1, &self, &location, 1);
+}
+
+Location Buffer::last_prefetch_location() const {
+  require_managed("last_prefetch_location");
+  if (info_.size == 0) return Location{};
   Ref<Device> holder;
-  ScopedContext scope(pick_context(stream, context_device(), nullptr, holder));
-  CUdeviceptr p = reinterpret_cast<CUdeviceptr>(info_.ptr);
-  size_t size = info_.size;
-  CUMEM_CU(cuMemDiscardBatchAsync, (&p, &size, 1, 0, native_or_legacy(stream)),
-           "discarding " + describe_bytes(info_.size) + " of managed memory");
+  ScopedContext scope(pick_context(nullptr, context_device(), nullptr, holder));
+  const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(info_.ptr);
+  auto query = [&](void* data, size_t size, CUmem_range_attribute attribute) {
+    const CUresult r = CUMEM_CU_RESULT(cuMemRangeGetAttribute, (data, size, attribute, p, info_.size));
+    // As with advice: drivers that cannot query memory of the managed pool.
+    if ((r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE) && resource_ &&
+        resource_->properties().is_pool)
+      fail(Status::not_supported,
+           "cuMemRangeGetAttribute cannot query memory from the managed memory pool on this "
+           "driver (" + driver::describe(r) + "); create the managed resource with disable_pool "
+           "= true (cuMemAllocManaged) to read its last prefetch location");
+    driver::check(r, "cuMemRangeGetAttribute",
+                  "reading the last prefetch location of " + describe_bytes(info_.size) +
+                      " of managed memory");
+  };
+  if (driver::get().driver_version >= 13000) {
+    // CUDA 13 reports the location's type and id, host NUMA nodes included.
+    CUmemLocationType type = CU_MEM_LOCATION_TYPE_INVALID;
+    int id = 0;
+    query(&type, sizeof type, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE);
+    switch (type) {
+      case CU_MEM_LOCATION_TYPE_DEVICE:
+        query(&id, sizeof id, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID);
+        return Location{LocationType::device, id};
+      case CU_MEM_LOCATION_TYPE_HOST: return Location{LocationType::host, 0};
+      case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        query(&id, sizeof id, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID);
+        return Location{LocationType::host_numa, id};
+      default: return Location{};
+    }
+  }
+  // Before CUDA 13: a device ordinal, CU_DEVICE_CPU, or CU_DEVICE_INVALID.
+  int device = CU_DEVICE_INVALID;
+  query(&device, sizeof device, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION);
+  if (device >= 0) return Location{LocationType::device, device};
+  if (device == CU_DEVICE_CPU) return Location{LocationType::host, 0};
+  return Location{};
+}
+
+Ref<Buffer> Buffer::copy_to_new(const Stream* stream) const {
+  ensure_open();
+  if (!resource_)
+    fail(Status::invalid_argument,
+         "the buffer has no resource to allocate its copy from (its memory is wrapped, "
+         "registered or a DLPack tensor's); copy into a destination buffer instead");
+  Ref<Buffer> copy = allocate(resource_, info_.size, stream);
+  try {
+    Buffer::copy(*copy, 0, *this, 0, info_.size, stream);
+  } catch (...) {
+    try {
+      copy->close(stream);
+    } catch (...) {
+      log::swallowed("freeing the new buffer of a copy that failed");
+    }
+    throw;
+  }
+  return copy;
 }
 
 }  // namespace cumem::core

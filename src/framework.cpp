@@ -9,6 +9,7 @@
 
 #include "capture.hpp"
 #include "deferred_frees.hpp"
+#include "default_resource.hpp"
 #include "driver/driver.hpp"
 #include "error.hpp"
 #include "native_stream.hpp"
@@ -20,9 +21,15 @@ namespace {
 constexpr int kMaxDevices = 64;
 constexpr size_t kShards = 64;
 
+// The resource choice of one device: the one set_resource gave, else the
+// default ($CUMEM_FRAMEWORK_RESOURCE over the device's memory resource),
+// cached with the device memory resource's version it was made for.
 struct Slot {
   std::mutex mutex;
   Ref<Resource> resource;
+  Ref<Resource> fallback;
+  Ref<Resource> fallback_upstream;  // the device's memory resource under it
+  uint64_t fallback_version = 0;
 };
 
 // `stream` is held so that a stream libcumem created outlives the
@@ -64,21 +71,44 @@ void check_device(int device) {
   (void)Device::get(device);  // throws no_device (or no_driver) for a bad ordinal
 }
 
-Ref<Resource> make_default(int device) {
-  const char* env = std::getenv("CUMEM_FRAMEWORK_RESOURCE");
-  const std::string kind = env ? env : "";
-  if (!kind.empty() && kind != "device" && kind != "caching" && kind != "expandable")
-    fail(Status::invalid_argument, "CUMEM_FRAMEWORK_RESOURCE is '" + kind +
-                                       "'; it must be 'device', 'caching', 'expandable' or unset");
-  Ref<Resource> r = create_device_resource(Device::get(device), PoolOptions{});
-  if (kind == "caching") r = create_caching_resource(std::move(r));
-  // The caching adaptor with expandable segments (PyTorch's expandable_segments:True).
-  if (kind == "expandable") {
-    CachingOptions expandable;
-    expandable.expandable = true;
-    r = create_caching_resource(std::move(r), expandable);
+// What $CUMEM_FRAMEWORK_RESOURCE asks for, read once (as CUMEM_LOG_LEVEL
+// is): the device's memory resource, or a caching adaptor over it.
+enum class DefaultKind { device, caching, expandable, invalid };
+DefaultKind default_kind(std::string& value) {
+  static const std::string* env = [] {
+    const char* v = std::getenv("CUMEM_FRAMEWORK_RESOURCE");
+    return new std::string(v ? v : "");
+  }();
+  value = *env;
+  if (env->empty() || *env == "device") return DefaultKind::device;
+  if (*env == "caching") return DefaultKind::caching;
+  if (*env == "expandable") return DefaultKind::expandable;
+  return DefaultKind::invalid;
+}
+
+// The default for `device` over its memory resource `upstream`: the
+// upstream itself, or a caching adaptor over it (`kept`, the slot's adaptor
+// of before, when it was made over the same upstream).
+Ref<Resource> make_default(Ref<Resource> upstream, const Ref<Resource>& kept,
+                           const Ref<Resource>& kept_upstream) {
+  std::string value;
+  switch (default_kind(value)) {
+    case DefaultKind::device: return upstream;
+    case DefaultKind::caching:
+      if (kept && kept_upstream.get() == upstream.get()) return kept;
+      return create_caching_resource(std::move(upstream));
+    case DefaultKind::expandable: {
+      // The caching adaptor with expandable segments (PyTorch's
+      // expandable_segments:True).
+      if (kept && kept_upstream.get() == upstream.get()) return kept;
+      CachingOptions expandable;
+      expandable.expandable = true;
+      return create_caching_resource(std::move(upstream), expandable);
+    }
+    case DefaultKind::invalid: break;
   }
-  return r;
+  fail(Status::invalid_argument, "CUMEM_FRAMEWORK_RESOURCE is '" + value +
+                                     "'; it must be 'device', 'caching', 'expandable' or unset");
 }
 
 
@@ -92,17 +122,7 @@ std::string pointer_text(void* ptr) {
 
 void set_resource(int device, Ref<Resource> resource) {
   check_device(device);
-  if (resource) {
-    const ResourceProperties& p = resource->properties();
-    if (!p.device_accessible)
-      fail(Status::invalid_argument,
-           "the frameworks need device-accessible memory, and " + resource->describe() +
-               " is not");
-    if (p.device_id >= 0 && p.device_id != device)
-      fail(Status::wrong_device, resource->describe() + " serves device " +
-                                     std::to_string(p.device_id) + ", not device " +
-                                     std::to_string(device));
-  }
+  if (resource) check_resource_for_device(*resource, device, "a framework resource");
   Slot& slot = state().slots[device];
   Ref<Resource> old;
   {
@@ -116,15 +136,28 @@ void set_resource(int device, Ref<Resource> resource) {
 Ref<Resource> get_resource(int device) {
   if (device < 0 || device >= kMaxDevices) check_device(device);
   Slot& slot = state().slots[device];
+  // Read before the device's resource is: a change in between makes the
+  // next call look again, never keeps a stale choice.
+  const uint64_t version = device_memory_resource_version(device);
+  Ref<Resource> kept, kept_upstream;
   {
     std::lock_guard<std::mutex> lock(slot.mutex);
     if (slot.resource) return slot.resource;
+    if (slot.fallback && slot.fallback_version == version) return slot.fallback;
+    kept = slot.fallback;
+    kept_upstream = slot.fallback_upstream;
   }
   check_device(device);
-  Ref<Resource> made = make_default(device);
+  Ref<Resource> upstream = device_memory_resource(*Device::get(device));
+  Ref<Resource> made = make_default(upstream, kept, kept_upstream);
   std::lock_guard<std::mutex> lock(slot.mutex);
-  if (!slot.resource) slot.resource = std::move(made);  // another thread may have won
-  return slot.resource;
+  if (slot.resource) return slot.resource;  // set meanwhile
+  // Another thread made one for the same version first: theirs stays.
+  if (slot.fallback && slot.fallback_version == version) return slot.fallback;
+  slot.fallback = made;
+  slot.fallback_upstream = std::move(upstream);
+  slot.fallback_version = version;
+  return made;
 }
 
 void* allocate(int device, size_t size, CUstream stream, Resource* resource) {

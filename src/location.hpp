@@ -27,4 +27,10 @@ std::string describe(Location location);
 // device locations.
 void validate(Location location, std::initializer_list<LocationType> allowed, const char* what);
 
+// A host NUMA node must be one the system has: where Linux lists its nodes
+// (/sys/devices/system/node/online), a node not listed is invalid_argument
+// naming `what` and the nodes there are; where it does not, only a negative
+// node is refused.
+void check_host_numa_node(int node, const std::string& what);
+
 }  // namespace cumem::core

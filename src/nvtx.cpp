@@ -26,6 +26,7 @@ const char* const kNames[] = {
     "cumem_buffer_copy_region",       "cumem_buffer_fill",
     "cumem_torch_alloc",              "cumem_torch_free",
     "cumem_cupy_malloc",              "cumem_cupy_free",
+    "cumem_copy_batch",               "cumem_copy_batch_raw",
 };
 static_assert(sizeof kNames / sizeof kNames[0] == static_cast<size_t>(Op::count),
               "one name per nvtx::Op");

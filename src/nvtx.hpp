@@ -27,6 +27,8 @@ enum class Op : uint8_t {
   torch_free,
   cupy_malloc,
   cupy_free,
+  copy_batch,
+  copy_batch_raw,
   count
 };
 

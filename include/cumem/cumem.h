@@ -294,10 +294,12 @@ typedef enum cumem_location_type_t {
  *  no struct_size, no padding, never to change (a future location that
  *  needs more gets a new type). The zero value is CUMEM_LOCATION_NONE.
  *  One rule wherever a location is taken (managed preferred location,
- *  prefetch, advice): a type the call does not take is
+ *  prefetch, advice, batch copies' hints): a type the call does not take is
  *  CUMEM_ERROR_INVALID_ARGUMENT; a device ordinal that does not exist is
- *  CUMEM_ERROR_NO_DEVICE; a negative host NUMA node is
- *  CUMEM_ERROR_INVALID_ARGUMENT. */
+ *  CUMEM_ERROR_NO_DEVICE; a negative host NUMA node, or one the system does
+ *  not have (where Linux lists its nodes in
+ *  /sys/devices/system/node/online), is CUMEM_ERROR_INVALID_ARGUMENT naming
+ *  the nodes it has. */
 typedef struct cumem_location_t {
   cumem_location_type_t type;
   int32_t id;
@@ -416,6 +418,52 @@ CUMEM_API cumem_status_t cumem_device_enable_peer_access(
  *  and is numerically lowest (e.g. least 0, greatest -5). */
 CUMEM_API cumem_status_t cumem_device_stream_priority_range(
     const cumem_device_t* device, int32_t* out_least, int32_t* out_greatest);
+
+/* The device's memory resource (cuda.core's Device.memory_resource, RMM's
+ * get_current_device_resource / set_current_device_resource): the resource
+ * libcumem uses for the device unless a call is told otherwise. Who uses it:
+ * cumem_device_allocate; the framework allocator entry points (cumem_torch_alloc,
+ * cumem_cupy_malloc) unless cumem_framework_set_resource or
+ * CUMEM_FRAMEWORK_RESOURCE chooses another; the Python package's
+ * Device.allocate and its torch and CuPy hook-ups; the memory_ops examples.
+ * Until one is set, and again after cumem_device_set_memory_resource(device,
+ * NULL), it is the device's default resource: a device resource over the
+ * device's default memory pool (what cumem_device_resource_create makes with
+ * default options; synchronous cuMemAlloc on devices without memory pools),
+ * made on first use and then the same object for the life of the process
+ * (it keeps the device's primary context retained from then on). */
+
+/** The device's memory resource (a new reference, which the caller
+ *  releases). Makes the default resource on first use. Thread-safe.
+ *  [in] device; [out] out_resource.
+ *  CUMEM_ERROR_NOT_SUPPORTED or CUMEM_ERROR_DRIVER: the default resource
+ *  cannot be made (the driver's error is in the message). */
+CUMEM_API cumem_status_t cumem_device_get_memory_resource(const cumem_device_t* device,
+                                                          cumem_resource_t** out_resource);
+/** Makes `resource` the device's memory resource (retained until replaced);
+ *  NULL goes back to the device's default resource (the same object each
+ *  time). Buffers allocated before stay with the resource that made them.
+ *  Thread-safe; a call racing with cumem_device_get_memory_resource on
+ *  another thread gives that thread the old or the new resource.
+ *  [in] device; [in][optional] resource.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: a resource whose memory the device cannot
+ *  access (properties.device_accessible false: the host resource, a host
+ *  shared resource, a callback resource of host memory), because the
+ *  device's memory resource is handed to kernels (PyTorch's and CuPy's
+ *  included); an imported resource (properties.is_imported), which cannot
+ *  allocate. CUMEM_ERROR_WRONG_DEVICE: the resource's memory belongs to
+ *  another device (properties.device_id is neither -1 nor the device's
+ *  ordinal). Nothing changes on failure. */
+CUMEM_API cumem_status_t cumem_device_set_memory_resource(const cumem_device_t* device,
+                                                          cumem_resource_t* resource);
+/** Allocates `size` bytes from the device's memory resource, ordered on
+ *  `stream` (cuda.core's Device.allocate): the same as
+ *  cumem_resource_allocate on the resource cumem_device_get_memory_resource
+ *  returns, with its errors. [in] device; [in][optional] stream; [out]
+ *  out_buffer. Thread-safe. */
+CUMEM_API cumem_status_t cumem_device_allocate(const cumem_device_t* device, size_t size,
+                                               const cumem_stream_t* stream,
+                                               cumem_buffer_t** out_buffer);
 
 /* ------------------------------------------------------------------------ */
 /* Streams                                                                   */
@@ -789,6 +837,7 @@ typedef enum cumem_resource_kind_t {
   CUMEM_RESOURCE_ALIGNED = 13,      /**< aligned adaptor over another resource */
   CUMEM_RESOURCE_VIRTUAL = 14,      /**< virtual memory: growable buffers (cuMemCreate, cuMemMap) */
   CUMEM_RESOURCE_GRAPH_MEMORY = 15, /**< graph memory: allocations inside captures only */
+  CUMEM_RESOURCE_FAILURE_CALLBACK = 16, /**< failure-callback adaptor (a hook on out of memory) */
   CUMEM_RESOURCE_KIND_FORCE32 = 0x7FFFFFFF
 } cumem_resource_kind_t;
 
@@ -877,10 +926,11 @@ typedef struct cumem_pool_options_t {
    *  system at each synchronisation (the driver's release threshold 0).
    *  Default false. release_threshold must then be 0. */
   cumem_bool_t release_all_unused;
-  /** Pinned kind: place the pool on host NUMA node host_numa_id (>= 0).
-   *  Default false: any node (an IPC-enabled pinned pool takes the
-   *  device's nearest node), and host_numa_id must be 0. The device kind
-   *  refuses it. */
+  /** Pinned kind: place the pool on host NUMA node host_numa_id (>= 0, a
+   *  node the system has: cumem_device_properties_t.host_numa_id is the
+   *  device's nearest). Default false: any node (an IPC-enabled pinned pool
+   *  takes the device's nearest node), and host_numa_id must be 0. The
+   *  device kind refuses it. */
   cumem_bool_t use_host_numa_id;
   int32_t host_numa_id; /**< read only with use_host_numa_id */
 } cumem_pool_options_t;
@@ -930,7 +980,8 @@ CUMEM_API cumem_status_t cumem_device_resource_create(
  *  accessible from `device` (which also orders frees). [in][optional] options
  *  (use_host_numa_id and host_numa_id pick a node).
  *  CUMEM_ERROR_INVALID_ARGUMENT: as for cumem_device_resource_create, but
- *  use_host_numa_id is allowed, with host_numa_id >= 0.
+ *  use_host_numa_id is allowed, with host_numa_id >= 0 and a node the
+ *  system has (the message names the nodes it has).
  *  CUMEM_ERROR_NOT_SUPPORTED: the driver has no host pools (before CUDA
  *  12.6) or IPC was asked of a non-NUMA pool. */
 CUMEM_API cumem_status_t cumem_pinned_resource_create(
@@ -1310,6 +1361,99 @@ CUMEM_API cumem_status_t cumem_resource_pool_get_access(
 CUMEM_API cumem_status_t cumem_resource_pool_native(const cumem_resource_t* resource,
                                                     void** out_pool);
 
+/* The failure-callback adaptor (RMM's failure_callback_resource_adaptor):
+ * when its upstream refuses an allocation for lack of memory, it calls a
+ * user function, which may free memory (drop caches, trim a pool, release
+ * buffers it keeps) and ask for the allocation to be tried again. */
+
+/** What a failure callback asks for. */
+typedef enum cumem_failure_action_t {
+  /** Give up: the allocation fails with CUMEM_ERROR_OUT_OF_MEMORY. */
+  CUMEM_FAILURE_FAIL = 0,
+  /** Ask the upstream again (at most max_retries times per allocation). */
+  CUMEM_FAILURE_RETRY = 1,
+  CUMEM_FAILURE_ACTION_FORCE32 = 0x7FFFFFFF
+} cumem_failure_action_t;
+
+/** What the failure callback is told, valid during the call only. Written
+ *  by libcumem: struct_size is the size of the struct it filled (a caller
+ *  built with a newer cumem.h reads no field past it). */
+typedef struct cumem_failure_info_t {
+  uint32_t struct_size;
+  /** 1 for the upstream's first refusal of this allocation, 2 after one
+   *  retry was refused too, ...; at most max_retries (the callback is
+   *  called at most max_retries times per allocation). */
+  uint32_t attempt;
+  /** Bytes asked for. */
+  uint64_t size;
+  /** The allocation's native CUstream (NULL: the legacy default stream). */
+  void* stream;
+  /** The adaptor's statistics at the time of the call (what went through
+   *  it: its bytes in use, peak, live and total allocations). */
+  const cumem_resource_statistics_t* statistics;
+  /** The upstream's out-of-memory message, NUL-terminated. */
+  const char* message;
+} cumem_failure_info_t;
+#define CUMEM_FAILURE_INFO_INIT \
+  { (uint32_t)sizeof(cumem_failure_info_t), 0u, 0u, NULL, NULL, NULL }
+
+/** The user's function: called on the allocating thread each time the
+ *  upstream refuses an allocation for lack of memory (other failures are
+ *  passed on untouched). It may free memory, including memory of this
+ *  adaptor and of its upstream, and read any statistics; an allocation it
+ *  makes from this adaptor that runs out of memory fails at once, without
+ *  a nested callback. It may run on several threads at once. It must
+ *  return normally (no C++ exception, Rust panic or longjmp through
+ *  libcumem). A return value other than the two actions counts as
+ *  CUMEM_FAILURE_FAIL. */
+typedef cumem_failure_action_t (*cumem_failure_callback_fn)(const cumem_failure_info_t* info,
+                                                            void* user_data);
+
+/** The most max_retries the adaptor takes. */
+#define CUMEM_FAILURE_CALLBACK_MAX_RETRIES 1024u
+/** The retries one allocation gets when max_retries is 0. */
+#define CUMEM_FAILURE_CALLBACK_DEFAULT_RETRIES 16u
+
+/** The callback of a failure-callback adaptor, read as options are. */
+typedef struct cumem_failure_callback_t {
+  uint32_t struct_size;
+  /** The most retries one allocation gets, 1 to
+   *  CUMEM_FAILURE_CALLBACK_MAX_RETRIES; 0 (default):
+   *  CUMEM_FAILURE_CALLBACK_DEFAULT_RETRIES. This bounds a callback that
+   *  keeps asking for retries: after max_retries refused retries the
+   *  allocation fails without calling it again. */
+  uint32_t max_retries;
+  cumem_failure_callback_fn callback; /**< required */
+  /** [optional] Called once with user_data when the adaptor's last
+   *  reference goes (so that bindings can free what user_data holds). */
+  cumem_destroy_fn destroy;
+  /** Passed to callback and destroy, untouched. */
+  void* user_data;
+} cumem_failure_callback_t;
+#define CUMEM_FAILURE_CALLBACK_INIT \
+  { (uint32_t)sizeof(cumem_failure_callback_t), 0u, NULL, NULL, NULL }
+CUMEM_API void cumem_failure_callback_init(cumem_failure_callback_t* callback);
+
+/** The failure-callback adaptor over `upstream` (kept alive). An
+ *  allocation goes to the upstream; when the upstream refuses it with
+ *  CUMEM_ERROR_OUT_OF_MEMORY, callback->callback is called with the size,
+ *  the stream, the adaptor's statistics and the upstream's message:
+ *  CUMEM_FAILURE_RETRY asks the upstream again, CUMEM_FAILURE_FAIL (or any
+ *  other value) makes the allocation fail with CUMEM_ERROR_OUT_OF_MEMORY,
+ *  whose message says how many times the callback was called. A refused
+ *  retry calls the callback again, up to max_retries retries per
+ *  allocation; the allocation then fails without a further call. Frees go
+ *  to the upstream at once. Properties are the upstream's but kind
+ *  CUMEM_RESOURCE_FAILURE_CALLBACK, is_pool and ipc_enabled false;
+ *  statistics count what goes through the adaptor. Thread-safe, as every
+ *  resource is. [in] upstream; [in] callback (copied); [out] out_resource.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: callback->callback NULL, max_retries above
+ *  CUMEM_FAILURE_CALLBACK_MAX_RETRIES, a bad struct_size. On failure the
+ *  destroy function is not called. */
+CUMEM_API cumem_status_t cumem_failure_callback_resource_create(
+    cumem_resource_t* upstream, const cumem_failure_callback_t* callback,
+    cumem_resource_t** out_resource);
+
 /* ------------------------------------------------------------------------ */
 /* Buffers                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -1465,24 +1609,289 @@ typedef enum cumem_advice_t {
   CUMEM_ADVICE_FORCE32 = 0x7FFFFFFF
 } cumem_advice_t;
 
-/** Migrates the buffer's pages to `location` (device or host), ordered on
- *  `stream`. */
+/** Migrates the buffer's pages to `location`, ordered on `stream`: a device,
+ *  the host, a host NUMA node (CUMEM_LOCATION_HOST_NUMA) or the calling
+ *  thread's node (CUMEM_LOCATION_HOST_NUMA_CURRENT). A host NUMA node the
+ *  system does not have is CUMEM_ERROR_INVALID_ARGUMENT naming the nodes it
+ *  has. */
 CUMEM_API cumem_status_t cumem_buffer_prefetch(cumem_buffer_t* buffer,
                                                cumem_location_t location,
                                                const cumem_stream_t* stream);
 /** Gives the driver a usage hint for the buffer's pages (cuMemAdvise). The
- *  location is ignored for the read-mostly advices; the others need a
- *  device or host location (else CUMEM_ERROR_INVALID_ARGUMENT).
+ *  driver ignores the location of the read-mostly advices and of
+ *  CUMEM_ADVICE_UNSET_PREFERRED_LOCATION (none may be given; one given must
+ *  still be valid). CUMEM_ADVICE_SET_PREFERRED_LOCATION takes a device, the
+ *  host, a host NUMA node or the calling thread's node
+ *  (CUMEM_LOCATION_HOST_NUMA_CURRENT); the accessed-by
+ *  advices a device or the host (the driver's rule). Any other location,
+ *  or none where one is needed, is CUMEM_ERROR_INVALID_ARGUMENT, and so is
+ *  a host NUMA node the system does not have.
  *  CUMEM_ERROR_NOT_SUPPORTED: memory from the managed pool on drivers that
  *  do not advise it (CUDA 13.0); use a managed resource with disable_pool true. */
 CUMEM_API cumem_status_t cumem_buffer_advise(cumem_buffer_t* buffer,
                                              cumem_advice_t advice,
                                              cumem_location_t location);
 /** Tells the driver the contents are no longer needed (cuMemDiscardBatchAsync,
- *  CUDA 13+): pages may be dropped instead of migrated.
+ *  CUDA 13+): pages may be dropped instead of migrated; reading them before
+ *  a write or a prefetch gives indeterminate values. The same as
+ *  cumem_discard_batch with one buffer (the legacy default stream works
+ *  too, see there).
  *  CUMEM_ERROR_NOT_SUPPORTED: the driver is older than 13.0. */
 CUMEM_API cumem_status_t cumem_buffer_discard(cumem_buffer_t* buffer,
                                               const cumem_stream_t* stream);
+/** Discards the buffer's contents and prefetches its pages to `location`
+ *  (cuMemDiscardAndPrefetchBatchAsync, CUDA 13+; cuda.core's
+ *  ManagedBuffer.discard_prefetch): what cumem_buffer_discard followed by
+ *  cumem_buffer_prefetch does, in one step that migrates no data. The same
+ *  as cumem_discard_prefetch_batch with one buffer. Locations as for
+ *  cumem_buffer_prefetch. CUMEM_ERROR_NOT_SUPPORTED: the driver is older
+ *  than 13.0. */
+CUMEM_API cumem_status_t cumem_buffer_discard_prefetch(cumem_buffer_t* buffer,
+                                                       cumem_location_t location,
+                                                       const cumem_stream_t* stream);
+/** Where the buffer's pages were last asked to go (cuda.core's
+ *  ManagedBuffer.last_prefetch_location; the driver's
+ *  CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION): the location of the last
+ *  prefetch (single, batched, or with a discard) that covered every page of
+ *  the buffer, into *out_location: CUMEM_LOCATION_DEVICE with the ordinal,
+ *  CUMEM_LOCATION_HOST, or CUMEM_LOCATION_HOST_NUMA with the node (drivers
+ *  before 13.0 report every host node as CUMEM_LOCATION_HOST). It is
+ *  CUMEM_LOCATION_NONE (id 0) when some page was never prefetched, or when
+ *  the pages were last prefetched to different places (a prefetch of a
+ *  slice moves only the slice's pages). It says what was asked, not where
+ *  the pages are: it does not tell whether that prefetch has run, nor
+ *  follow pages that faults or the driver moved since. Queries the driver
+ *  (cuMemRangeGetAttribute) each time; a prefetch queued on a stream may
+ *  show only once the stream reaches it. An empty buffer gives NONE.
+ *  [in] buffer; [out] out_location.
+ *  CUMEM_ERROR_NOT_SUPPORTED: memory from the managed pool on a driver that
+ *  cannot query it (as for cumem_buffer_advise). */
+CUMEM_API cumem_status_t cumem_buffer_get_last_prefetch_location(
+    const cumem_buffer_t* buffer, cumem_location_t* out_location);
+/** A new copy of `src` (cuda.core's copy_to with no destination): a buffer
+ *  of src's size allocated from src's own resource, ordered on `stream`,
+ *  into which src is copied on `stream` (as cumem_buffer_copy_to). The
+ *  new buffer's deallocation stream is `stream` (its allocation stream).
+ *  [in] src; [in][optional] stream; [out] out_buffer (a new buffer the
+ *  caller releases). An empty src gives an empty buffer.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: src has no resource (wrapped, registered
+ *  or DLPack memory): give a destination to cumem_buffer_copy_to instead.
+ *  CUMEM_ERROR_NOT_SUPPORTED: src's resource cannot allocate (an imported
+ *  one). The resource's allocation errors (CUMEM_ERROR_OUT_OF_MEMORY, ...)
+ *  and the copy's; when the copy fails, the new buffer is freed again. */
+CUMEM_API cumem_status_t cumem_buffer_copy_to_new(const cumem_buffer_t* src,
+                                                  const cumem_stream_t* stream,
+                                                  cumem_buffer_t** out_buffer);
+
+/* ------------------------------------------------------------------------ */
+/* Batches: many copies, prefetches or discards in one call                  */
+/* ------------------------------------------------------------------------ */
+/*
+ * cuda.core's copy_batch, prefetch_batch, discard_batch and
+ * discard_prefetch_batch. One call submits many operations to one stream:
+ * the batch as a whole runs in stream order (after the work queued on the
+ * stream before it, before the work queued after it), and the operations of
+ * a batch run in no particular order among themselves, which is why a
+ * batch must not hold dependent operations (checked, see below). The driver
+ * takes a batch in one call (cuMemcpyBatchAsync from CUDA 12.8,
+ * cuMemPrefetchBatchAsync, cuMemDiscardBatchAsync and
+ * cuMemDiscardAndPrefetchBatchAsync from CUDA 13.0), which costs the host
+ * far less than one call per operation and never synchronises the device.
+ *
+ * Where the driver lacks the batch call, copies and prefetches give the same
+ * result by one cuMemcpyAsync or cuMemPrefetchAsync per operation (a loop),
+ * and cumem_batch_get_statistics says which way batches went; discards have
+ * no single-operation form, so they need CUDA 13.0 (else
+ * CUMEM_ERROR_NOT_SUPPORTED). Copies also go by the loop on a stream that
+ * is capturing a graph (the driver has no graph form of the batch call; the
+ * loop's copies are captured as memcpy nodes).
+ *
+ * The driver refuses the legacy default stream for batch calls; libcumem
+ * accepts it (a NULL stream, as everywhere): the batch is then queued on
+ * the per-thread default stream between two event waits, so that it runs
+ * exactly where a call on the legacy default stream would (after the work
+ * queued before it on the legacy stream and on every blocking stream, and
+ * before what is queued after it there).
+ *
+ * Validation, before anything is queued (a failing call queues nothing,
+ * unless the driver itself fails part-way, which the message says): every
+ * array a call requires must be non-NULL when count > 0 (count 0 does
+ * nothing; the arrays marked optional may be NULL); every buffer must be a
+ * live handle (its index is named, such as 'dsts[3]') and open
+ * (CUMEM_ERROR_BUFFER_CLOSED naming the index); every
+ * region must lie inside its buffer (CUMEM_ERROR_OUT_OF_RANGE naming the
+ * index); and no operation may depend on another of the same batch: a
+ * destination region may not overlap any source or destination region of
+ * the batch (its own source included), and managed ranges of one batch may
+ * not overlap each other (CUMEM_ERROR_INVALID_ARGUMENT naming both
+ * indices). Sources may overlap each other. Empty regions are allowed and
+ * copy nothing.
+ */
+
+/** Where the driver reads a batch copy's source (CUmemcpySrcAccessOrder;
+ *  cuda.core's MemcpySrcAccessOrder). The destination is always written in
+ *  stream order. */
+typedef enum cumem_copy_src_access_order_t {
+  /** In stream order: the work queued before may still write the source
+   *  (the default; what every other copy does). */
+  CUMEM_COPY_SRC_ACCESS_ORDER_STREAM = 0,
+  /** Out of stream order, and finished when the call returns: the source
+   *  may be reused or freed at once (ephemeral sources such as stack
+   *  memory). No work queued before may still write it. libcumem's loop
+   *  waits for the stream before returning to keep that promise. */
+  CUMEM_COPY_SRC_ACCESS_ORDER_DURING_API_CALL = 1,
+  /** Out of stream order, possibly after the call returns: the source must
+   *  stay unchanged until the copy is done in stream order, and no work
+   *  queued before may still write it (host memory allocated outside
+   *  CUDA). */
+  CUMEM_COPY_SRC_ACCESS_ORDER_ANY = 2,
+  CUMEM_COPY_SRC_ACCESS_ORDER_FORCE32 = 0x7FFFFFFF
+} cumem_copy_src_access_order_t;
+
+/** A batch copy's overlap hint (CUmemcpyFlags; cuda.core's MemcpyOverlapMode). */
+typedef enum cumem_copy_overlap_mode_t {
+  CUMEM_COPY_OVERLAP_DEFAULT = 0, /**< the driver's own scheduling (default) */
+  /** Prefer overlapping the copy with compute work on the SMs
+   *  (CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE); a hint the driver may
+   *  ignore (discrete GPUs do). */
+  CUMEM_COPY_OVERLAP_PREFER_COMPUTE = 1,
+  CUMEM_COPY_OVERLAP_MODE_FORCE32 = 0x7FFFFFFF
+} cumem_copy_overlap_mode_t;
+
+/** Options of batch copies (CUmemcpyAttributes; cuda.core's CopyOptions).
+ *  Zero means the defaults: stream-ordered source, no hints, default
+ *  overlap. */
+typedef struct cumem_copy_options_t {
+  uint32_t struct_size;
+  /** Default (0): CUMEM_COPY_SRC_ACCESS_ORDER_STREAM. */
+  cumem_copy_src_access_order_t src_access_order;
+  /** Where the source is best read from: CUMEM_LOCATION_NONE (default: no
+   *  hint), a device, the host, a host NUMA node or the calling thread's
+   *  node. A hint for managed memory on devices with concurrent managed
+   *  access, and for pageable memory a device can access; ignored for
+   *  other memory. It moves no page. */
+  cumem_location_t src_location_hint;
+  /** The same for the destination. */
+  cumem_location_t dst_location_hint;
+  /** Default (0): CUMEM_COPY_OVERLAP_DEFAULT. */
+  cumem_copy_overlap_mode_t overlap_mode;
+} cumem_copy_options_t;
+#define CUMEM_COPY_OPTIONS_INIT                                                      \
+  { (uint32_t)sizeof(cumem_copy_options_t), CUMEM_COPY_SRC_ACCESS_ORDER_STREAM,       \
+    { CUMEM_LOCATION_NONE, 0 }, { CUMEM_LOCATION_NONE, 0 }, CUMEM_COPY_OVERLAP_DEFAULT }
+CUMEM_API void cumem_copy_options_init(cumem_copy_options_t* options);
+
+/** Copies `count` regions in one batch ordered on `stream` (cuda.core's
+ *  copy_batch): copy i takes sizes[i] bytes from srcs[i] at src_offsets[i]
+ *  to dsts[i] at dst_offsets[i].
+ *  [in][optional] stream (NULL: the legacy default stream of the first
+ *  buffer's device that has one; see the section's notes); [in] dsts,
+ *  srcs: count buffer handles each (a buffer may appear in several copies);
+ *  [in][optional] dst_offsets, src_offsets: count offsets each (NULL: all
+ *  0); [in][optional] sizes: count byte counts (NULL: whole buffers: copy i
+ *  takes all of srcs[i] past its offset, and dsts[i] past its offset must be
+ *  exactly that long, else CUMEM_ERROR_SIZE_MISMATCH naming i);
+ *  [in][optional] options: NULL (defaults for every copy), or an array of
+ *  num_options structs: 1 (one for every copy) or count (one per copy).
+ *  Every struct of the array has the same struct_size, which is also the
+ *  array's stride, and follows the struct_size rules (an older caller's
+ *  smaller struct works).
+ *  Copies between pageable host buffers are done by the host (memcpy after
+ *  waiting for the stream), as cumem_buffer_copy_to does; every other copy
+ *  goes to the driver. Errors besides the section's: CUMEM_ERROR_INVALID_ARGUMENT
+ *  for num_options other than 0 (with options NULL), 1 or count, struct_size
+ *  differing between the structs, an unknown src_access_order or
+ *  overlap_mode, a hint of an unknown location type or a host NUMA node the
+ *  system does not have, CUMEM_COPY_SRC_ACCESS_ORDER_DURING_API_CALL on a
+ *  stream that is capturing; CUMEM_ERROR_NO_DEVICE: a hint names a device
+ *  that does not exist; CUMEM_ERROR_OUT_OF_RANGE: offsets or sizes that
+ *  overflow. Thread-safe. */
+CUMEM_API cumem_status_t cumem_copy_batch(const cumem_stream_t* stream, size_t count,
+                                          cumem_buffer_t* const* dsts, const size_t* dst_offsets,
+                                          const cumem_buffer_t* const* srcs,
+                                          const size_t* src_offsets, const size_t* sizes,
+                                          const cumem_copy_options_t* options,
+                                          size_t num_options);
+/** The same over raw pointers (device, pinned, managed or pageable host
+ *  memory, any mix), for memory that is not in buffers: copy i takes
+ *  sizes[i] bytes from srcs[i] + src_offsets[i] to dsts[i] + dst_offsets[i].
+ *  [in] sizes: required; [in][optional] dst_offsets, src_offsets (NULL: all
+ *  0); the rest as for cumem_copy_batch, whose checks apply to the pointer
+ *  ranges: a NULL pointer with a non-zero size, or a range that wraps past
+ *  the end of the address space, is CUMEM_ERROR_INVALID_ARGUMENT naming i,
+ *  and ranges must not depend on each other. libcumem cannot tell what the
+ *  pointers point to (asking the driver would cost what the batch saves):
+ *  the driver checks them, and an invalid pointer is its error
+ *  (CUMEM_ERROR_DRIVER with CUDA_ERROR_INVALID_VALUE). NULL stream: the
+ *  legacy default stream of device 0. */
+CUMEM_API cumem_status_t cumem_copy_batch_raw(const cumem_stream_t* stream, size_t count,
+                                              void* const* dsts, const size_t* dst_offsets,
+                                              const void* const* srcs, const size_t* src_offsets,
+                                              const size_t* sizes,
+                                              const cumem_copy_options_t* options,
+                                              size_t num_options);
+
+/** Prefetches `count` managed buffers in one batch ordered on `stream`
+ *  (cuda.core's prefetch_batch): buffers[i]'s pages go to locations[i]
+ *  (num_locations == count) or all to locations[0] (num_locations == 1).
+ *  Locations as for cumem_buffer_prefetch. Empty buffers are skipped.
+ *  [in][optional] stream (NULL: the legacy default stream of the first
+ *  buffer's device); [in] buffers; [in] locations.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: a buffer that is not managed memory
+ *  (named by index), num_locations neither 1 nor count, a location a
+ *  prefetch cannot go to, buffers whose memory overlaps (the section's
+ *  rule; slices of one buffer that do not overlap are fine);
+ *  CUMEM_ERROR_NO_DEVICE: a device location that does not exist. */
+CUMEM_API cumem_status_t cumem_prefetch_batch(const cumem_stream_t* stream, size_t count,
+                                              cumem_buffer_t* const* buffers,
+                                              const cumem_location_t* locations,
+                                              size_t num_locations);
+/** Discards the contents of `count` managed buffers in one batch ordered on
+ *  `stream` (cuda.core's discard_batch; see cumem_buffer_discard).
+ *  CUMEM_ERROR_NOT_SUPPORTED: the driver is older than 13.0 (there is no
+ *  loop for discards). CUMEM_ERROR_INVALID_ARGUMENT: as for
+ *  cumem_prefetch_batch. */
+CUMEM_API cumem_status_t cumem_discard_batch(const cumem_stream_t* stream, size_t count,
+                                             cumem_buffer_t* const* buffers);
+/** Discards the contents of `count` managed buffers and prefetches their
+ *  pages (cuda.core's discard_prefetch_batch; see
+ *  cumem_buffer_discard_prefetch), locations as for cumem_prefetch_batch.
+ *  CUMEM_ERROR_NOT_SUPPORTED: the driver is older than 13.0. */
+CUMEM_API cumem_status_t cumem_discard_prefetch_batch(const cumem_stream_t* stream, size_t count,
+                                                      cumem_buffer_t* const* buffers,
+                                                      const cumem_location_t* locations,
+                                                      size_t num_locations);
+
+/** How batches went since the process started (every batch call of
+ *  libcumem, from every thread), and what the driver offers. A read while
+ *  batches run on other threads sees each counter at some moment of it. */
+typedef struct cumem_batch_statistics_t {
+  uint32_t struct_size;
+  /** The driver has cuMemcpyBatchAsync (CUDA 12.8+); else every copy batch
+   *  goes by the loop. False without a driver. */
+  cumem_bool_t driver_copy_batch;
+  /** The driver has cuMemPrefetchBatchAsync (CUDA 13.0+). */
+  cumem_bool_t driver_prefetch_batch;
+  /** The driver has cuMemDiscardBatchAsync and
+   *  cuMemDiscardAndPrefetchBatchAsync (CUDA 13.0+). */
+  cumem_bool_t driver_discard_batch;
+  uint64_t copy_batches;        /**< copy batch calls that queued work */
+  uint64_t copy_batches_looped; /**< of those, done by one driver call per copy */
+  uint64_t copies;              /**< copies in those batches (empty ones not counted) */
+  uint64_t copies_looped;       /**< of those, copied by the loop */
+  uint64_t prefetch_batches;        /**< prefetch batch calls that queued work */
+  uint64_t prefetch_batches_looped; /**< of those, done by one cuMemPrefetchAsync each */
+  uint64_t prefetches;              /**< buffers those batches prefetched */
+  uint64_t discard_batches;     /**< discard and discard-and-prefetch batch calls that queued work */
+  uint64_t discards;            /**< buffers those batches discarded */
+} cumem_batch_statistics_t;
+#define CUMEM_BATCH_STATISTICS_INIT                                                      \
+  { (uint32_t)sizeof(cumem_batch_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, \
+    0u, 0u }
+
+/** The batch statistics into *stats (set stats->struct_size first). Works
+ *  without a driver (the driver_ fields are then false). Thread-safe. */
+CUMEM_API cumem_status_t cumem_batch_get_statistics(cumem_batch_statistics_t* stats);
 
 /* ------------------------------------------------------------------------ */
 /* DLPack: buffers as tensors of other libraries, and tensors as buffers     */
@@ -1653,15 +2062,20 @@ CUMEM_API cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* reso
  * cumem_cupy_malloc, cumem_cupy_free, owner) call.
  *
  * The resource: for each device ordinal, the one given to
- * cumem_framework_set_resource; until one is given, a default made on
- * first use, chosen by the environment variable CUMEM_FRAMEWORK_RESOURCE:
- * "device" (or unset/empty) for the device's default-pool device resource
- * (cumem_device_resource_create with default options), "caching" for the
- * caching adaptor over it, "expandable" for the caching adaptor with
- * expandable segments over it (cumem_caching_resource_options_t.expandable:
- * what PyTorch's expandable_segments:True is to its allocator; the default
- * page size). CuPy's `param` may also name a resource
- * directly (a cumem_resource_t*; NULL: the per-device one).
+ * cumem_framework_set_resource; until one is given (or after it is given
+ * NULL), the one the environment variable CUMEM_FRAMEWORK_RESOURCE names
+ * (read once, at the first choice): "device" (or unset/empty) for the device's memory
+ * resource (cumem_device_get_memory_resource: the device's default-pool
+ * device resource unless cumem_device_set_memory_resource changed it),
+ * looked up at each allocation so that it follows that setting; "caching"
+ * for a caching adaptor over the device's memory resource, made on first
+ * use and then the same object until the device's memory resource changes
+ * (a new adaptor is made over the new one; the old keeps serving the frees
+ * of its allocations); "expandable" the same with expandable segments
+ * (cumem_caching_resource_options_t.expandable: what PyTorch's
+ * expandable_segments:True is to its allocator; the default page size).
+ * CuPy's `param` may also name a resource directly (a cumem_resource_t*;
+ * NULL: the per-device one).
  *
  * Every allocation is remembered (pointer -> resource, size, stream) until
  * it is freed, so that: a free goes to the resource that allocated even if
@@ -1700,15 +2114,27 @@ CUMEM_API cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* reso
  */
 
 /** Sets the resource the framework entry points use for `device`
- *  (retained; NULL goes back to the default). Allocations made before
- *  stay with the resource that made them.
+ *  (retained until replaced; NULL goes back to the default above, which
+ *  without CUMEM_FRAMEWORK_RESOURCE is the device's memory resource: the
+ *  same object each time). Allocations made before stay with the resource
+ *  that made them. [in] device; [in][optional] resource. Nothing changes
+ *  on failure.
  *  CUMEM_ERROR_NO_DEVICE: device negative or not below the device count
- *  (or CUMEM_ERROR_NO_DRIVER). CUMEM_ERROR_WRONG_DEVICE: the resource's
- *  memory belongs to another device. */
+ *  (or CUMEM_ERROR_NO_DRIVER).
+ *  CUMEM_ERROR_INVALID_ARGUMENT: a resource whose memory the device cannot
+ *  access (properties.device_accessible false: the host resource, a host
+ *  shared resource, a callback resource of host memory), because PyTorch
+ *  and CuPy hand the pointers to kernels; an imported resource
+ *  (properties.is_imported), which cannot allocate. Pinned and managed
+ *  resources are accepted (the device can access their memory).
+ *  CUMEM_ERROR_WRONG_DEVICE: the resource's memory belongs to another
+ *  device (properties.device_id is neither -1 nor `device`). */
 CUMEM_API cumem_status_t cumem_framework_set_resource(int32_t device,
                                                       cumem_resource_t* resource);
 /** The resource the entry points use for `device` now (a new reference),
- *  making the default one if none is set yet.
+ *  making the default one if none is made yet: asked twice with nothing
+ *  set in between, it gives the same resource.
+ *  CUMEM_ERROR_NO_DEVICE: as for cumem_framework_set_resource.
  *  CUMEM_ERROR_INVALID_ARGUMENT: CUMEM_FRAMEWORK_RESOURCE names no kind. */
 CUMEM_API cumem_status_t cumem_framework_get_resource(int32_t device,
                                                       cumem_resource_t** out_resource);
@@ -2118,7 +2544,8 @@ CUMEM_API cumem_status_t cumem_get_log_level(cumem_log_level_t* out_level);
 /* Profiling: a library built with NVTX (the default; the meson option
  * `nvtx`) marks each call of cumem_resource_allocate, _allocate_raw,
  * _deallocate_raw, _allocate_native, _deallocate_native, cumem_buffer_close,
- * _copy_to, _copy_from, _copy_region, _fill, cumem_torch_alloc, _free and
+ * _copy_to, _copy_from, _copy_region, _fill, cumem_copy_batch, _batch_raw,
+ * cumem_torch_alloc, _free and
  * cumem_cupy_malloc, _free with one NVTX range named after the function, in
  * the NVTX domain "libcumem", on the calling thread. Whether a tool is
  * attached (NVTX_INJECTION64_PATH set, as Nsight Systems does) is decided at

@@ -231,6 +231,8 @@ Out out(Fn fn, In... in) {
 
 class Buffer;
 class VirtualIpcHandle;
+class Resource;
+class StreamRef;
 
 // ---------------------------------------------------------------------------
 // Devices
@@ -292,6 +294,17 @@ class Device : public detail::Handle<Device, cumem_device_t, cumem_device_retain
     check(cumem_device_stream_priority_range(get(), &r.least, &r.greatest));
     return r;
   }
+
+  // The device's memory resource (cuda.core's Device.memory_resource): what
+  // libcumem uses for the device unless told otherwise; the default pool's
+  // device resource until set. Defined after Resource and Buffer.
+  Resource memory_resource() const;
+  void set_memory_resource(const Resource& resource) const;
+  // Back to the default resource (the same object as before).
+  void reset_memory_resource() const;
+  // `size` bytes from the device's memory resource (cuda.core's Device.allocate).
+  Buffer allocate(size_t size) const;
+  Buffer allocate(size_t size, StreamRef stream) const;
 };
 
 // ---------------------------------------------------------------------------
@@ -741,6 +754,39 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
   // Waits for the work pending frees and resizes wait for, then releases them.
   void release_pending() const { check(cumem_virtual_resource_release_pending(get())); }
 
+  // The failure-callback adaptor over `upstream`, with a C callback.
+  static Resource failure_callback(const Resource& upstream, const cumem_failure_callback_t& callback) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_failure_callback_resource_create(upstream.get(), &callback, &r));
+    return Resource(r);
+  }
+  // The same with a C++ callable: `retry(info)` returns true to try the
+  // upstream again (at most max_retries times per allocation; 0: the
+  // default, CUMEM_FAILURE_CALLBACK_DEFAULT_RETRIES). An exception from it
+  // counts as giving up (it cannot cross the C ABI). The callable lives as
+  // long as the adaptor.
+  template <class F, class Fn = std::decay_t<F>,
+            class = std::enable_if_t<std::is_invocable_r_v<bool, Fn&, const cumem_failure_info_t&>>>
+  static Resource failure_callback(const Resource& upstream, F&& retry, uint32_t max_retries = 0) {
+    auto fn = std::make_unique<Fn>(std::forward<F>(retry));
+    cumem_failure_callback_t c = CUMEM_FAILURE_CALLBACK_INIT;
+    c.max_retries = max_retries;
+    c.callback = [](const cumem_failure_info_t* info, void* user_data) noexcept {
+      try {
+        return (*static_cast<Fn*>(user_data))(*info) ? CUMEM_FAILURE_RETRY : CUMEM_FAILURE_FAIL;
+      } catch (...) {
+        return CUMEM_FAILURE_FAIL;
+      }
+    };
+    c.destroy = [](void* user_data) noexcept { delete static_cast<Fn*>(user_data); };
+    c.user_data = fn.get();
+    cumem_resource_t* r = nullptr;
+    const cumem_status_t s = cumem_failure_callback_resource_create(upstream.get(), &c, &r);
+    if (s != CUMEM_SUCCESS) throw last_error(s);  // `fn` is deleted here: destroy never ran
+    fn.release();  // the adaptor's destroy deletes it
+    return Resource(r);
+  }
+
  private:
   static Resource import_impl(const cumem_device_t* device, const AllocationHandle& handle) {
     cumem_resource_t* r = nullptr;
@@ -942,6 +988,23 @@ class Buffer : public detail::Handle<Buffer, cumem_buffer_t, cumem_buffer_retain
     check(cumem_buffer_advise(get(), advice, where));
   }
   void discard(StreamRef stream = {}) const { check(cumem_buffer_discard(get(), stream.get())); }
+  // Discards the contents and prefetches the pages to `to` in one step (CUDA 13+).
+  void discard_prefetch(cumem_location_t to, StreamRef stream = {}) const {
+    check(cumem_buffer_discard_prefetch(get(), to, stream.get()));
+  }
+  // Where the pages were last asked to go (location::none() when some never
+  // were, or went to different places); what was asked, not where they are.
+  cumem_location_t last_prefetch_location() const {
+    return detail::out<cumem_location_t>(cumem_buffer_get_last_prefetch_location, get());
+  }
+
+  // cuda.core's copy_to with no destination: a new buffer from this
+  // buffer's resource, holding a copy (ordered on `stream`).
+  Buffer copy_to(StreamRef stream = {}) const {
+    cumem_buffer_t* b = nullptr;
+    check(cumem_buffer_copy_to_new(get(), stream.get(), &b));
+    return Buffer(b);
+  }
 
   // The descriptor another process opens with Buffer::from_ipc_descriptor.
   IpcDescriptor get_ipc_descriptor() const {
@@ -1331,6 +1394,146 @@ inline Graph Stream::end_capture_graph(const cumem_graph_options_t& options) con
 }
 
 static_assert(sizeof(Graph) == sizeof(void*), "owners are one pointer wide");
+// ---------------------------------------------------------------------------
+// The device's memory resource, and batches
+// ---------------------------------------------------------------------------
+
+inline Resource Device::memory_resource() const {
+  return Resource(detail::out<cumem_resource_t*>(cumem_device_get_memory_resource, get()));
+}
+inline void Device::set_memory_resource(const Resource& resource) const {
+  check(cumem_device_set_memory_resource(get(), resource.get()));
+}
+inline void Device::reset_memory_resource() const {
+  check(cumem_device_set_memory_resource(get(), nullptr));
+}
+inline Buffer Device::allocate(size_t size) const { return allocate(size, StreamRef()); }
+inline Buffer Device::allocate(size_t size, StreamRef stream) const {
+  cumem_buffer_t* b = nullptr;
+  check(cumem_device_allocate(get(), size, stream.get(), &b));
+  return Buffer(b);
+}
+
+// Options of one batch copy (zero: stream order, no hints): cuda.core's CopyOptions.
+inline cumem_copy_options_t copy_options() noexcept { return CUMEM_COPY_OPTIONS_INIT; }
+inline cumem_failure_callback_t failure_callback() noexcept { return CUMEM_FAILURE_CALLBACK_INIT; }
+
+// One copy of a batch over buffers: `size` bytes from *src at src_offset to
+// *dst at dst_offset.
+struct BatchCopy {
+  const Buffer* dst = nullptr;
+  size_t dst_offset = 0;
+  const Buffer* src = nullptr;
+  size_t src_offset = 0;
+  size_t size = 0;
+};
+
+// One copy of a batch over raw pointers (device, pinned, managed or host).
+struct PointerCopy {
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t size = 0;
+};
+
+namespace detail {
+inline const cumem_copy_options_t* options_or_null(const std::vector<cumem_copy_options_t>& o) {
+  return o.empty() ? nullptr : o.data();
+}
+template <class Buffers>
+std::vector<cumem_buffer_t*> handles(const Buffers& buffers) {
+  std::vector<cumem_buffer_t*> h;
+  h.reserve(buffers.size());
+  for (const Buffer* b : buffers) h.push_back(b ? b->get() : nullptr);
+  return h;
+}
+}  // namespace detail
+
+// cumem_copy_batch (cuda.core's copy_batch) over regions of buffers, in one
+// call ordered on `stream`. `options`: empty for the defaults, one for every
+// copy, or one per copy.
+inline void copy_batch(StreamRef stream, const std::vector<BatchCopy>& copies,
+                       const std::vector<cumem_copy_options_t>& options = {}) {
+  const size_t n = copies.size();
+  std::vector<cumem_buffer_t*> dsts(n);
+  std::vector<const cumem_buffer_t*> srcs(n);
+  std::vector<size_t> dst_offsets(n), src_offsets(n), sizes(n);
+  for (size_t i = 0; i < n; ++i) {
+    dsts[i] = copies[i].dst ? copies[i].dst->get() : nullptr;
+    srcs[i] = copies[i].src ? copies[i].src->get() : nullptr;
+    dst_offsets[i] = copies[i].dst_offset;
+    src_offsets[i] = copies[i].src_offset;
+    sizes[i] = copies[i].size;
+  }
+  check(cumem_copy_batch(stream.get(), n, dsts.data(), dst_offsets.data(), srcs.data(),
+                         src_offsets.data(), sizes.data(), detail::options_or_null(options),
+                         options.size()));
+}
+// Whole buffers, as cuda.core's copy_batch(stream, srcs, dsts): srcs[i]
+// into dsts[i], whose sizes must be equal.
+inline void copy_batch(StreamRef stream, const std::vector<const Buffer*>& srcs,
+                       const std::vector<const Buffer*>& dsts,
+                       const std::vector<cumem_copy_options_t>& options = {}) {
+  if (srcs.size() != dsts.size())
+    throw Error(CUMEM_ERROR_INVALID_ARGUMENT,
+                "cumem::copy_batch: " + std::to_string(srcs.size()) + " sources but " +
+                    std::to_string(dsts.size()) + " destinations");
+  const std::vector<cumem_buffer_t*> d = detail::handles(dsts);
+  const std::vector<cumem_buffer_t*> s = detail::handles(srcs);
+  std::vector<const cumem_buffer_t*> sc(s.begin(), s.end());
+  check(cumem_copy_batch(stream.get(), d.size(), d.data(), nullptr, sc.data(), nullptr, nullptr,
+                         detail::options_or_null(options), options.size()));
+}
+// cumem_copy_batch_raw over raw pointers.
+inline void copy_batch_raw(StreamRef stream, const std::vector<PointerCopy>& copies,
+                           const std::vector<cumem_copy_options_t>& options = {}) {
+  const size_t n = copies.size();
+  std::vector<void*> dsts(n);
+  std::vector<const void*> srcs(n);
+  std::vector<size_t> sizes(n);
+  for (size_t i = 0; i < n; ++i) {
+    dsts[i] = copies[i].dst;
+    srcs[i] = copies[i].src;
+    sizes[i] = copies[i].size;
+  }
+  check(cumem_copy_batch_raw(stream.get(), n, dsts.data(), nullptr, srcs.data(), nullptr,
+                             sizes.data(), detail::options_or_null(options), options.size()));
+}
+
+// Batched managed-memory operations (cuda.core's prefetch_batch,
+// discard_batch, discard_prefetch_batch): `locations` one for every buffer
+// or one each.
+inline void prefetch_batch(StreamRef stream, const std::vector<const Buffer*>& buffers,
+                           const std::vector<cumem_location_t>& locations) {
+  const std::vector<cumem_buffer_t*> b = detail::handles(buffers);
+  check(cumem_prefetch_batch(stream.get(), b.size(), b.data(), locations.data(),
+                             locations.size()));
+}
+inline void prefetch_batch(StreamRef stream, const std::vector<const Buffer*>& buffers,
+                           cumem_location_t location) {
+  prefetch_batch(stream, buffers, std::vector<cumem_location_t>{location});
+}
+inline void discard_batch(StreamRef stream, const std::vector<const Buffer*>& buffers) {
+  const std::vector<cumem_buffer_t*> b = detail::handles(buffers);
+  check(cumem_discard_batch(stream.get(), b.size(), b.data()));
+}
+inline void discard_prefetch_batch(StreamRef stream, const std::vector<const Buffer*>& buffers,
+                                   const std::vector<cumem_location_t>& locations) {
+  const std::vector<cumem_buffer_t*> b = detail::handles(buffers);
+  check(cumem_discard_prefetch_batch(stream.get(), b.size(), b.data(), locations.data(),
+                                     locations.size()));
+}
+inline void discard_prefetch_batch(StreamRef stream, const std::vector<const Buffer*>& buffers,
+                                   cumem_location_t location) {
+  discard_prefetch_batch(stream, buffers, std::vector<cumem_location_t>{location});
+}
+
+// How batches went (the driver's batch calls, or the loop), process-wide.
+inline cumem_batch_statistics_t batch_statistics() {
+  cumem_batch_statistics_t s = CUMEM_BATCH_STATISTICS_INIT;
+  check(cumem_batch_get_statistics(&s));
+  return s;
+}
+
 static_assert(sizeof(Buffer) == sizeof(void*), "owners are one pointer wide");
 static_assert(sizeof(AllocationHandle) == sizeof(void*), "owners are one pointer wide");
 static_assert(sizeof(VirtualIpcHandle) == sizeof(void*), "owners are one pointer wide");

@@ -200,6 +200,21 @@ typedef cumem_status_t (*PFN_cumem_graph_memory_resource_get_attributes)(const c
 typedef cumem_status_t (*PFN_cumem_graph_memory_resource_trim)(cumem_resource_t* resource);
 typedef cumem_status_t (*PFN_cumem_graph_memory_resource_reset_highs)(cumem_resource_t* resource);
 typedef cumem_status_t (*PFN_cumem_graph_capture_id)(const cumem_graph_t* graph, uint64_t* out_id);
+typedef cumem_status_t (*PFN_cumem_device_get_memory_resource)(const cumem_device_t* device, cumem_resource_t** out_resource);
+typedef cumem_status_t (*PFN_cumem_device_set_memory_resource)(const cumem_device_t* device, cumem_resource_t* resource);
+typedef cumem_status_t (*PFN_cumem_device_allocate)(const cumem_device_t* device, size_t size, const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
+typedef void (*PFN_cumem_failure_callback_init)(cumem_failure_callback_t* callback);
+typedef cumem_status_t (*PFN_cumem_failure_callback_resource_create)(cumem_resource_t* upstream, const cumem_failure_callback_t* callback, cumem_resource_t** out_resource);
+typedef cumem_status_t (*PFN_cumem_buffer_discard_prefetch)(cumem_buffer_t* buffer, cumem_location_t location, const cumem_stream_t* stream);
+typedef cumem_status_t (*PFN_cumem_buffer_get_last_prefetch_location)(const cumem_buffer_t* buffer, cumem_location_t* out_location);
+typedef cumem_status_t (*PFN_cumem_buffer_copy_to_new)(const cumem_buffer_t* src, const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
+typedef void (*PFN_cumem_copy_options_init)(cumem_copy_options_t* options);
+typedef cumem_status_t (*PFN_cumem_copy_batch)(const cumem_stream_t* stream, size_t count, cumem_buffer_t* const* dsts, const size_t* dst_offsets, const cumem_buffer_t* const* srcs, const size_t* src_offsets, const size_t* sizes, const cumem_copy_options_t* options, size_t num_options);
+typedef cumem_status_t (*PFN_cumem_copy_batch_raw)(const cumem_stream_t* stream, size_t count, void* const* dsts, const size_t* dst_offsets, const void* const* srcs, const size_t* src_offsets, const size_t* sizes, const cumem_copy_options_t* options, size_t num_options);
+typedef cumem_status_t (*PFN_cumem_prefetch_batch)(const cumem_stream_t* stream, size_t count, cumem_buffer_t* const* buffers, const cumem_location_t* locations, size_t num_locations);
+typedef cumem_status_t (*PFN_cumem_discard_batch)(const cumem_stream_t* stream, size_t count, cumem_buffer_t* const* buffers);
+typedef cumem_status_t (*PFN_cumem_discard_prefetch_batch)(const cumem_stream_t* stream, size_t count, cumem_buffer_t* const* buffers, const cumem_location_t* locations, size_t num_locations);
+typedef cumem_status_t (*PFN_cumem_batch_get_statistics)(cumem_batch_statistics_t* stats);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -388,6 +403,21 @@ struct cumem_api_t {
   PFN_cumem_graph_memory_resource_trim cumem_graph_memory_resource_trim;
   PFN_cumem_graph_memory_resource_reset_highs cumem_graph_memory_resource_reset_highs;
   PFN_cumem_graph_capture_id cumem_graph_capture_id;
+  PFN_cumem_device_get_memory_resource cumem_device_get_memory_resource;
+  PFN_cumem_device_set_memory_resource cumem_device_set_memory_resource;
+  PFN_cumem_device_allocate cumem_device_allocate;
+  PFN_cumem_failure_callback_init cumem_failure_callback_init;
+  PFN_cumem_failure_callback_resource_create cumem_failure_callback_resource_create;
+  PFN_cumem_buffer_discard_prefetch cumem_buffer_discard_prefetch;
+  PFN_cumem_buffer_get_last_prefetch_location cumem_buffer_get_last_prefetch_location;
+  PFN_cumem_buffer_copy_to_new cumem_buffer_copy_to_new;
+  PFN_cumem_copy_options_init cumem_copy_options_init;
+  PFN_cumem_copy_batch cumem_copy_batch;
+  PFN_cumem_copy_batch_raw cumem_copy_batch_raw;
+  PFN_cumem_prefetch_batch cumem_prefetch_batch;
+  PFN_cumem_discard_batch cumem_discard_batch;
+  PFN_cumem_discard_prefetch_batch cumem_discard_prefetch_batch;
+  PFN_cumem_batch_get_statistics cumem_batch_get_statistics;
 };
 
 #ifdef __cplusplus

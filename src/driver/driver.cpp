@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 
@@ -30,6 +31,24 @@ constexpr const char* kForkedMessage =
 
 std::string version_string(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+// cuMemcpyBatchAsync: a 13.0+ driver gives the 13.0 signature; a 12.8 or
+// 12.9 driver asked for 13.0 would hand out its own (failIdx) one, so it is
+// asked for 12.8's, with that signature.
+void resolve_memcpy_batch(PFN_cuGetProcAddress_v12000 get_proc, Table& t) {
+  if (t.driver_version < 12080) return;
+  const int version = t.driver_version >= 13000 ? 13000 : 12080;
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (get_proc("cuMemcpyBatchAsync", &fn, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &found) !=
+          CUDA_SUCCESS ||
+      found != CU_GET_PROC_ADDRESS_SUCCESS || !fn)
+    return;
+  if (version == 13000)
+    t.cuMemcpyBatchAsync_fn = reinterpret_cast<PFN_cuMemcpyBatchAsync_v13000>(fn);
+  else
+    t.cuMemcpyBatchAsync_v12080_fn = reinterpret_cast<PFN_cuMemcpyBatchAsync_v12080>(fn);
 }
 
 void load(Loaded& out) {
@@ -79,6 +98,7 @@ void load(Loaded& out) {
   }
   CUMEM_DRIVER_FUNCTIONS(CUMEM_DRIVER_RESOLVE)
 #undef CUMEM_DRIVER_RESOLVE
+  resolve_memcpy_batch(get_proc, t);
   out.ok = true;
   pthread_atfork(nullptr, nullptr, mark_forked_child);
 }
@@ -129,6 +149,19 @@ const Table* get_if_loaded() noexcept {
 const Table* loaded_already() noexcept { return published.load(std::memory_order_acquire); }
 
 bool available() noexcept { return get_if_loaded() != nullptr; }
+
+CUresult memcpy_batch(const Table& t, CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
+                      size_t count, CUmemcpyAttributes* attrs, size_t* attr_indices,
+                      size_t num_attrs, CUstream stream, size_t* fail_index) noexcept {
+  *fail_index = SIZE_MAX;
+  if (t.cuMemcpyBatchAsync_fn)
+    return t.cuMemcpyBatchAsync_fn(dsts, srcs, sizes, count, attrs, attr_indices, num_attrs,
+                                   stream);
+  if (t.cuMemcpyBatchAsync_v12080_fn)
+    return t.cuMemcpyBatchAsync_v12080_fn(dsts, srcs, sizes, count, attrs, attr_indices,
+                                          num_attrs, fail_index, stream);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
 
 std::string describe(CUresult result) {
   const char* name = nullptr;

@@ -118,7 +118,10 @@ namespace cumem::core::driver {
   X(cuMemAllocAsync, 11020)                  \
   X(cuDeviceGetGraphMemAttribute, 11040)     \
   X(cuDeviceSetGraphMemAttribute, 11040)     \
-  X(cuDeviceGraphMemTrim, 11040)
+  X(cuDeviceGraphMemTrim, 11040) \
+  X(cuMemPrefetchBatchAsync, 13000)          \
+  X(cuMemDiscardAndPrefetchBatchAsync, 13000) \
+  X(cuMemRangeGetAttribute, 8000)
 
 // Function pointers; a member is null when the installed driver is older
 // than the version it needs. Use call() or require(), not the members, so
@@ -127,6 +130,12 @@ struct Table {
 #define CUMEM_DRIVER_MEMBER(name, version) PFN_##name##_v##version name##_fn = nullptr;
   CUMEM_DRIVER_FUNCTIONS(CUMEM_DRIVER_MEMBER)
 #undef CUMEM_DRIVER_MEMBER
+  // cuMemcpyBatchAsync changed its signature in CUDA 13.0 (12.8's has a
+  // failIdx out-parameter), and a 12.x driver asked for the 13.0 version
+  // hands out its own: one of the two is resolved, by the driver's version
+  // (resolve_memcpy_batch() in driver.cpp). Call it through memcpy_batch().
+  PFN_cuMemcpyBatchAsync_v13000 cuMemcpyBatchAsync_fn = nullptr;
+  PFN_cuMemcpyBatchAsync_v12080 cuMemcpyBatchAsync_v12080_fn = nullptr;
   int driver_version = 0;  // e.g. 13000
   bool has_devices = false; // false when cuInit said CUDA_ERROR_NO_DEVICE
 };
@@ -156,6 +165,17 @@ const Table* get_if_loaded() noexcept;
 // The table if an earlier call loaded the driver, else nullptr; never
 // loads it (for code that must not make a host-only call load libcuda).
 const Table* loaded_already() noexcept;
+
+// Whether the driver has cuMemcpyBatchAsync in either signature.
+inline bool has_memcpy_batch(const Table& t) noexcept {
+  return t.cuMemcpyBatchAsync_fn || t.cuMemcpyBatchAsync_v12080_fn;
+}
+// cuMemcpyBatchAsync through whichever signature the driver has (check
+// has_memcpy_batch first); `fail_index` gets the failing copy's index where
+// the driver says (12.8's signature), else SIZE_MAX.
+CUresult memcpy_batch(const Table& t, CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
+                      size_t count, CUmemcpyAttributes* attrs, size_t* attr_indices,
+                      size_t num_attrs, CUstream stream, size_t* fail_index) noexcept;
 
 // Logs a failed cleanup call whose result nobody can be given (see
 // CUMEM_CU_CLEANUP): at warning, or debug for CUDA_ERROR_DEINITIALIZED

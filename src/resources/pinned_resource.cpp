@@ -14,6 +14,7 @@ Ref<Resource> create_pinned_resource(Ref<Device> device, const PoolOptions& opti
              std::to_string(drv.driver_version / 1000) + "." +
              std::to_string((drv.driver_version % 1000) / 10));
   check_pool_options(options);
+  if (options.host_numa_id >= 0) check_host_numa_node(options.host_numa_id, "options->host_numa_id");
 
   // Pools on plain CU_MEM_LOCATION_TYPE_HOST cannot do IPC: they need a node.
   int numa = options.host_numa_id;

@@ -21,7 +21,7 @@ namespace cumem::core {
 enum class ResourceKind {
   host = 1, device = 2, pinned = 3, legacy_pinned = 4, managed = 5, limit = 6,
   legacy_device = 7, host_shared = 8, caching = 9, tracking = 10, logging = 11,
-  callback = 12, aligned = 13, virtual_memory = 14, graph_memory = 15,
+  callback = 12, aligned = 13, virtual_memory = 14, graph_memory = 15, failure_callback = 16,
 };
 
 // What a buffer's memory is. The values are the IPC descriptor's (1..4);

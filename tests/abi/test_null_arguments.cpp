@@ -144,6 +144,53 @@ TEST(NullArguments, NullHandles) {
   });
 }
 
+// Batches, the device's memory resource, copy_to with no destination, the
+// last prefetch location and the failure-callback adaptor.
+TEST(NullArguments, NullHandlesAndArraysOfCopiesAtScale) {
+  void* p = nullptr;
+  cumem_resource_t* res = nullptr;
+  cumem_buffer_t* buf = nullptr;
+  cumem_buffer_t* const no_buffers[1] = {nullptr};
+  const cumem_buffer_t* const no_srcs[1] = {nullptr};
+  const size_t sizes[1] = {1};
+  const cumem_location_t host = {CUMEM_LOCATION_HOST, 0};
+  cumem_location_t where = {};
+  cumem_failure_callback_t fc = CUMEM_FAILURE_CALLBACK_INIT;
+  expect_all({
+      {"cumem_device_get_memory_resource", "device", [&] { return cumem_device_get_memory_resource(nullptr, &res); }},
+      {"cumem_device_set_memory_resource", "device", [&] { return cumem_device_set_memory_resource(nullptr, nullptr); }},
+      {"cumem_device_allocate", "device", [&] { return cumem_device_allocate(nullptr, 1, nullptr, &buf); }},
+      {"cumem_failure_callback_resource_create", "upstream", [&] { return cumem_failure_callback_resource_create(nullptr, &fc, &res); }},
+      {"cumem_buffer_discard_prefetch", "buffer", [&] { return cumem_buffer_discard_prefetch(nullptr, host, nullptr); }},
+      {"cumem_buffer_get_last_prefetch_location", "buffer", [&] { return cumem_buffer_get_last_prefetch_location(nullptr, &where); }},
+      {"cumem_buffer_copy_to_new", "src", [&] { return cumem_buffer_copy_to_new(nullptr, nullptr, &buf); }},
+      {"cumem_copy_batch", "dsts", [&] { return cumem_copy_batch(nullptr, 1, nullptr, nullptr, no_srcs, nullptr, nullptr, nullptr, 0); }},
+      {"cumem_copy_batch", "srcs", [&] { return cumem_copy_batch(nullptr, 1, no_buffers, nullptr, nullptr, nullptr, nullptr, nullptr, 0); }},
+      {"cumem_copy_batch", "dsts[0]", [&] { return cumem_copy_batch(nullptr, 1, no_buffers, nullptr, no_srcs, nullptr, nullptr, nullptr, 0); }},
+      {"cumem_copy_batch_raw", "dsts", [&] { return cumem_copy_batch_raw(nullptr, 1, nullptr, nullptr, nullptr, nullptr, sizes, nullptr, 0); }},
+      {"cumem_copy_batch_raw", "sizes", [&] { return cumem_copy_batch_raw(nullptr, 1, &p, nullptr, const_cast<const void* const*>(&p), nullptr, nullptr, nullptr, 0); }},
+      {"cumem_prefetch_batch", "buffers", [&] { return cumem_prefetch_batch(nullptr, 1, nullptr, &host, 1); }},
+      {"cumem_prefetch_batch", "buffers[0]", [&] { return cumem_prefetch_batch(nullptr, 1, no_buffers, &host, 1); }},
+      {"cumem_discard_batch", "buffers", [&] { return cumem_discard_batch(nullptr, 1, nullptr); }},
+      {"cumem_discard_prefetch_batch", "buffers", [&] { return cumem_discard_prefetch_batch(nullptr, 1, nullptr, &host, 1); }},
+      {"cumem_batch_get_statistics", "stats", [&] { return cumem_batch_get_statistics(nullptr); }},
+  });
+  // Out pointers, with live host objects.
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &res));
+  CUMEM_ASSERT_OK(cumem_resource_allocate(res, 16, nullptr, &buf));
+  cumem_buffer_t* list[1] = {buf};
+  expect_all({
+      {"cumem_buffer_copy_to_new", "out_buffer", [&] { return cumem_buffer_copy_to_new(buf, nullptr, nullptr); }},
+      {"cumem_buffer_get_last_prefetch_location", "out_location", [&] { return cumem_buffer_get_last_prefetch_location(buf, nullptr); }},
+      {"cumem_failure_callback_resource_create", "callback", [&] { return cumem_failure_callback_resource_create(res, nullptr, &res); }},
+      {"cumem_failure_callback_resource_create", "out_resource", [&] { return cumem_failure_callback_resource_create(res, &fc, nullptr); }},
+      {"cumem_prefetch_batch", "locations", [&] { return cumem_prefetch_batch(nullptr, 1, list, nullptr, 1); }},
+      {"cumem_discard_prefetch_batch", "locations", [&] { return cumem_discard_prefetch_batch(nullptr, 1, list, nullptr, 1); }},
+  });
+  cumem_buffer_release(buf);
+  cumem_resource_release(res);
+}
+
 TEST(NullArguments, NullOutPointersWithLiveHostObjects) {
   cumem_resource_t* res = nullptr;
   CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &res));

@@ -55,6 +55,9 @@ TEST(ZeroDefaults, InitFunctionsGiveZeroFilledStructs) {
   EXPECT_TRUE(same_bytes(from_init(cumem_program_options_init), zero_filled<cumem_program_options_t>()));
   EXPECT_TRUE(same_bytes(from_init(cumem_launch_config_init), zero_filled<cumem_launch_config_t>()));
   EXPECT_TRUE(same_bytes(from_init(cumem_dlpack_options_init), zero_filled<cumem_dlpack_options_t>()));
+  EXPECT_TRUE(same_bytes(from_init(cumem_copy_options_init), zero_filled<cumem_copy_options_t>()));
+  EXPECT_TRUE(same_bytes(from_init(cumem_failure_callback_init),
+                         zero_filled<cumem_failure_callback_t>()));
 }
 
 // Each macro into memory that held garbage before, so that a field the
@@ -106,6 +109,16 @@ TEST(ZeroDefaults, InitMacrosGiveZeroFilledStructs) {
                          zero_filled<cumem_buffer_info_t>()));
   EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_kernel_attributes_t, CUMEM_KERNEL_ATTRIBUTES_INIT),
                          zero_filled<cumem_kernel_attributes_t>()));
+  // Batches and the failure-callback adaptor: options, the struct read as
+  // options, and the out structs.
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_copy_options_t, CUMEM_COPY_OPTIONS_INIT),
+                         zero_filled<cumem_copy_options_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_failure_callback_t, CUMEM_FAILURE_CALLBACK_INIT),
+                         zero_filled<cumem_failure_callback_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_batch_statistics_t, CUMEM_BATCH_STATISTICS_INIT),
+                         zero_filled<cumem_batch_statistics_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_failure_info_t, CUMEM_FAILURE_INFO_INIT),
+                         zero_filled<cumem_failure_info_t>()));
 }
 
 // The enum values that are the defaults are 0.
@@ -114,6 +127,9 @@ TEST(ZeroDefaults, DefaultEnumValuesAreZero) {
   EXPECT_EQ(static_cast<int>(CUMEM_CODE_CUBIN), 0);
   EXPECT_EQ(static_cast<int>(CUMEM_LOCATION_NONE), 0);
   EXPECT_EQ(static_cast<int>(CUMEM_MEMORY_HOST), 0);
+  EXPECT_EQ(static_cast<int>(CUMEM_COPY_SRC_ACCESS_ORDER_STREAM), 0);
+  EXPECT_EQ(static_cast<int>(CUMEM_COPY_OVERLAP_DEFAULT), 0);
+  EXPECT_EQ(static_cast<int>(CUMEM_FAILURE_FAIL), 0);
 }
 
 TEST(ZeroDefaults, ZeroFilledStructIsRefusedWithAClearMessage) {
@@ -291,3 +307,25 @@ TEST(ZeroDefaults, CudaGraphStructs) {
 }
 
 }  // namespace
+
+// Batch copies: zero-filled options are the defaults (stream order, no
+// hints), which a copy between host buffers shows without a driver.
+TEST(ZeroDefaults, CopyOptionsZeroFilledAreTheDefaults) {
+  cumem_resource_t* host = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
+  cumem_buffer_t* a = nullptr;
+  cumem_buffer_t* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(host, 64, nullptr, &a));
+  CUMEM_ASSERT_OK(cumem_resource_allocate(host, 64, nullptr, &b));
+  CUMEM_ASSERT_OK(cumem_buffer_fill(a, 0x5A, 1, nullptr));
+  const auto options = zero_filled<cumem_copy_options_t>();
+  cumem_buffer_t* dsts[] = {b};
+  const cumem_buffer_t* srcs[] = {a};
+  CUMEM_ASSERT_OK(cumem_copy_batch(nullptr, 1, dsts, nullptr, srcs, nullptr, nullptr, &options, 1));
+  void* p = nullptr;
+  CUMEM_ASSERT_OK(cumem_buffer_ptr(b, &p));
+  EXPECT_EQ(static_cast<unsigned char*>(p)[63], 0x5A);
+  cumem_buffer_release(a);
+  cumem_buffer_release(b);
+  cumem_resource_release(host);
+}

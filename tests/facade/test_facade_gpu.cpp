@@ -89,6 +89,37 @@ struct Affine {
     throw;                                                                             \
   }
 
+// Copies at scale through the facade: a batch over buffers, the device's
+// memory resource, copy_to with no destination, batched prefetch.
+TEST_F(FacadeGpu, BatchesAndTheDevicesMemoryResource) {
+  const cumem::Stream s = cumem::Stream::create(device);
+  const cumem::Resource mr = device.memory_resource();
+  EXPECT_EQ(mr.kind(), CUMEM_RESOURCE_DEVICE);
+  const cumem::Buffer src = pattern(1 << 16);
+  std::vector<cumem::Buffer> on_device;
+  for (int i = 0; i < 4; ++i) on_device.push_back(device.allocate(1 << 14, s));
+  std::vector<cumem::BatchCopy> copies;
+  for (size_t i = 0; i < on_device.size(); ++i)
+    copies.push_back({&on_device[i], 0, &src, i << 14, 1 << 14});
+  cumem::copy_batch(s, copies);
+  const cumem::Buffer back = on_device[3].copy_to(s);
+  const std::vector<uint8_t> got = read(back, s);
+  for (size_t k = 0; k < got.size(); ++k)
+    ASSERT_EQ(got[k], static_cast<uint8_t>((((3u << 14) + k) * 7) % 251)) << k;
+  EXPECT_TRUE(cumem::batch_statistics().driver_copy_batch);
+  if (props.concurrent_managed_access) {
+    cumem_managed_resource_options_t o = cumem::managed_resource_options();
+    o.disable_pool = CUMEM_TRUE;
+    const cumem::Resource managed = cumem::Resource::managed(device, o);
+    const cumem::Buffer m1 = managed.allocate(1 << 16, s);
+    const cumem::Buffer m2 = managed.allocate(1 << 16, s);
+    cumem::prefetch_batch(s, {&m1, &m2}, cumem::location::device(0));
+    s.synchronize();
+    EXPECT_EQ(m1.last_prefetch_location().type, CUMEM_LOCATION_DEVICE);
+    EXPECT_EQ(m2.last_prefetch_location().id, 0);
+  }
+}
+
 }  // namespace
 
 TEST_F(FacadeGpu, DeviceProperties) {

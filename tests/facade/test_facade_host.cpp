@@ -643,4 +643,73 @@ TEST(FacadeAdaptors, CachingWithOptions) {
                      "expandable segments are device memory");
 }
 
+// Copies at scale and the rest of cuda.core 1.3, where no GPU is needed.
+TEST(FacadeBatches, CopyBatchOverHostBuffersAndTheRawForm) {
+  const cumem::Resource host = cumem::Resource::host();
+  const cumem::Buffer a = host.allocate(256);
+  const cumem::Buffer b = host.allocate(256);
+  const cumem::Buffer c = host.allocate(512);
+  a.fill_bytes(0x11);
+  cumem::copy_batch({}, {{&b, 0, &a, 0, 128}, {&c, 384, &a, 128, 128}});
+  EXPECT_EQ(b.data<unsigned char>()[127], 0x11);
+  EXPECT_EQ(c.data<unsigned char>()[511], 0x11);
+  // Whole buffers, as cuda.core's copy_batch(stream, srcs, dsts).
+  const cumem::Buffer d = host.allocate(256);
+  cumem::copy_batch({}, std::vector<const cumem::Buffer*>{&a}, std::vector<const cumem::Buffer*>{&d});
+  EXPECT_EQ(d.data<unsigned char>()[255], 0x11);
+  EXPECT_CUMEM_THROW(cumem::copy_batch({}, std::vector<const cumem::Buffer*>{&a, &b},
+                                       std::vector<const cumem::Buffer*>{&d}),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "2 sources but 1 destinations");
+  EXPECT_CUMEM_THROW(cumem::copy_batch({}, std::vector<const cumem::Buffer*>{&a},
+                                       std::vector<const cumem::Buffer*>{&c}),
+                     CUMEM_ERROR_SIZE_MISMATCH, "copy 0 of the batch");
+  EXPECT_CUMEM_THROW(cumem::copy_batch({}, {{&b, 0, &b, 64, 128}}), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "overlap");
+  EXPECT_CUMEM_THROW(cumem::copy_batch({}, {{nullptr, 0, &a, 0, 1}}), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "'dsts[0]'");
+  cumem_copy_options_t any = cumem::copy_options();
+  any.src_access_order = CUMEM_COPY_SRC_ACCESS_ORDER_ANY;
+  cumem::copy_batch({}, {{&b, 128, &a, 0, 128}}, {any});
+  EXPECT_EQ(b.data<unsigned char>()[255], 0x11);
+  const cumem_batch_statistics_t s = cumem::batch_statistics();
+  EXPECT_GE(s.copy_batches, 3u);
+}
+
+TEST(FacadeBatches, CopyToWithNoDestinationUsesTheBuffersResource) {
+  const cumem::Resource host = cumem::Resource::host();
+  const cumem::Buffer a = host.allocate(100);
+  a.fill_bytes(7);
+  const cumem::Buffer copy = a.copy_to();
+  EXPECT_EQ(copy.size(), 100u);
+  EXPECT_EQ(copy.resource().get(), host.get());
+  EXPECT_EQ(copy.data<unsigned char>()[99], 7);
+  char bytes[4] = {};
+  const cumem::Buffer wrapped = cumem::Buffer::wrap(bytes, sizeof bytes);
+  EXPECT_CUMEM_THROW(wrapped.copy_to(), CUMEM_ERROR_INVALID_ARGUMENT, "no resource");
+}
+
+TEST(FacadeBatches, FailureCallbackWithALambda) {
+  const cumem::Resource limited = cumem::Resource::limit(cumem::Resource::host(), 4096);
+  cumem::Buffer held = limited.allocate(3000);
+  int calls = 0;
+  size_t asked = 0;
+  const cumem::Resource r = cumem::Resource::failure_callback(
+      limited, [&](const cumem_failure_info_t& info) {
+        ++calls;
+        asked = info.size;
+        held.reset();  // frees the 3000 bytes: the retry fits
+        return true;
+      });
+  EXPECT_EQ(r.kind(), CUMEM_RESOURCE_FAILURE_CALLBACK);
+  const cumem::Buffer b = r.allocate(2000);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(asked, 2000u);
+  // A callable that throws gives up.
+  const cumem::Resource throwing = cumem::Resource::failure_callback(
+      limited, [](const cumem_failure_info_t&) -> bool { throw 1; }, 2);
+  EXPECT_CUMEM_THROW(throwing.allocate(4000), CUMEM_ERROR_OUT_OF_MEMORY, "gave up");
+  EXPECT_CUMEM_THROW(cumem::Resource::failure_callback(limited, cumem::failure_callback()),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "callback->callback");
+}
+
 }  // namespace

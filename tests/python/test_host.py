@@ -193,6 +193,113 @@ class CachingOptionsHost(unittest.TestCase):
         self.assertIn("page_size", e.exception.message)
 
 
+class BatchesPython(unittest.TestCase):
+    """Copies at scale where no GPU is needed: batches of host buffers, copy_to
+    with no destination, the failure-callback adaptor, locations."""
+
+    def setUp(self):
+        self.r = cumem.Resource.host()
+
+    def test_copy_batch_over_host_buffers(self):
+        a, b, c = self.r.allocate(64), self.r.allocate(64), self.r.allocate(128)
+        a.write(bytes(range(64)))
+        before = cumem.batch_statistics()
+        cumem.copy_batch(None, [a, a], [b, c], sizes=[64, 32], dst_offsets=[0, 96],
+                         src_offsets=[0, 32])
+        self.assertEqual(b.read(), bytes(range(64)))
+        self.assertEqual(c.read(96, 32), bytes(range(32, 64)))
+        after = cumem.batch_statistics()
+        self.assertEqual(after["copy_batches"], before["copy_batches"] + 1)
+        self.assertEqual(after["copies"], before["copies"] + 2)
+        self.assertIsInstance(after["driver_copy_batch"], bool)
+        with self.assertRaises(cumem.CumemError) as e:
+            cumem.copy_batch(None, [a], [c])  # whole buffers of different sizes
+        self.assertEqual(e.exception.status_name, "CUMEM_ERROR_SIZE_MISMATCH")
+        with self.assertRaises(cumem.CumemError) as e:
+            cumem.copy_batch(None, [a, a], [b, b])  # the same destination twice
+        self.assertIn("overlapping destinations", e.exception.message)
+        with self.assertRaises(ValueError):
+            cumem.copy_batch(None, [a], [b, c])
+        with self.assertRaises(TypeError):
+            cumem.copy_batch(None, a, b)
+        cumem.copy_batch(None, [a], [b], options=cumem.CopyOptions("any", cumem.Host()))
+        with self.assertRaises(ValueError):
+            cumem.CopyOptions("sometimes")
+        with self.assertRaises(cumem.CumemError) as e:
+            cumem.copy_batch(None, [a], [b],
+                             options=cumem.CopyOptions(dst_location_hint=cumem.Host(numa_id=4096)))
+        self.assertIn("host NUMA node 4096", e.exception.message)
+
+    def test_copy_batch_raw(self):
+        # Raw pointers always go to the driver (libcumem cannot tell host
+        # memory from device memory without asking it).
+        a, b = self.r.allocate(16), self.r.allocate(16)
+        a.write(b"0123456789abcdef")
+        try:
+            cumem.copy_batch_raw(None, [b.ptr], [a.ptr], [8], dst_offsets=[8], src_offsets=[0])
+        except cumem.CumemError as e:
+            self.assertEqual(e.status_name, "CUMEM_ERROR_NO_DRIVER")
+            return
+        self.assertEqual(b.read(8, 8), b"01234567")
+
+    def test_copy_to_with_no_destination(self):
+        a = self.r.allocate(10)
+        a.write(b"abcdefghij")
+        copy = a.copy_to()
+        self.assertEqual(copy.read(), b"abcdefghij")
+        self.assertNotEqual(copy.ptr, a.ptr)
+        same = self.r.allocate(10)
+        self.assertIs(a.copy_to(same), same)
+
+    def test_failure_callback_frees_and_retries(self):
+        limited = cumem.Resource.limit(self.r, 4096)
+        held = [limited.allocate(3000)]
+        seen = []
+
+        def free_some(info):
+            seen.append(info)
+            if held:
+                held.pop().close()
+                return True
+            return False
+
+        r = cumem.Resource.failure_callback(limited, free_some)
+        self.assertEqual(r.properties()["kind"], 16)  # CUMEM_RESOURCE_FAILURE_CALLBACK
+        b = r.allocate(2000)
+        self.assertEqual(len(seen), 1)
+        self.assertEqual(seen[0]["size"], 2000)
+        self.assertEqual(seen[0]["attempt"], 1)
+        self.assertEqual(seen[0]["statistics"]["bytes_in_use"], 0)
+        self.assertIn("limit", seen[0]["message"])
+        with self.assertRaises(cumem.CumemError) as e:
+            r.allocate(3000)
+        self.assertIn("gave up", e.exception.message)
+        # The callback outlives the Resource object while a buffer holds it.
+        del r
+        gc.collect()
+        b.close()
+
+        def boom(info):
+            raise RuntimeError("no")
+
+        r2 = cumem.Resource.failure_callback(limited, boom, max_retries=2)
+        with self.assertRaises(cumem.CumemError):
+            r2.allocate(5000)
+        with self.assertRaises(cumem.CumemError):
+            cumem.Resource.failure_callback(limited, boom, max_retries=5000)
+
+    def test_locations(self):
+        from cumem import _batch
+        self.assertEqual(_batch.to_location(cumem.Host()).type, 2)
+        self.assertEqual(_batch.to_location(cumem.Host(numa_id=1)).id, 1)
+        self.assertEqual(_batch.to_location(cumem.Host.numa_current()).type, 4)
+        self.assertEqual(_batch.to_location(3).type, 1)
+        with self.assertRaises(TypeError):
+            _batch.to_location("host")
+        self.assertIsNone(_batch.from_location(_batch._lib.Location(0, 0)))
+        self.assertEqual(_batch.from_location(_batch._lib.Location(3, 2)), cumem.Host(numa_id=2))
+
+
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result
     sys.exit(0 if result.wasSuccessful() else 1)

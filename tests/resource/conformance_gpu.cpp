@@ -22,6 +22,7 @@ const ResourceKind gpu_kinds[] = {
     virtual_kind("virtual_device"),
     caching_kind("caching_over_virtual", virtual_kind("virtual")),
     expandable_caching_kind("caching_expandable_over_device_pool", device_pool_kind("pool", false)),
+    failure_callback_kind("failure_callback_over_device_pool", device_pool_kind("pool", false)),
 };
 
 INSTANTIATE_TEST_SUITE_P(Gpu, ResourceConformance, ::testing::ValuesIn(gpu_kinds), kind_name);

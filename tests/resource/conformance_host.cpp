@@ -17,6 +17,7 @@ const ResourceKind host_kinds[] = {
     aligned_kind("aligned_8_over_host", host_kind("host"), 8),               // as the upstream gives
     aligned_kind("aligned_8192_over_host", host_kind("host"), 8192),         // padded
     caching_kind("caching_over_aligned", aligned_kind("aligned", host_kind("host"), 4096)),
+    failure_callback_kind("failure_callback_over_host", host_kind("host")),
 };
 
 INSTANTIATE_TEST_SUITE_P(Host, ResourceConformance, ::testing::ValuesIn(host_kinds), kind_name);

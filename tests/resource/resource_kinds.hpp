@@ -269,3 +269,18 @@ inline ResourceKind callback_kind(std::string name) {
   k.alignment = 64;
   return k;
 }
+
+// The failure-callback adaptor over `upstream`, whose callback gives up
+// (the conformance suite's out-of-memory case then fails as the upstream's).
+inline cumem_failure_action_t conformance_give_up(const cumem_failure_info_t*, void*) {
+  return CUMEM_FAILURE_FAIL;
+}
+inline ResourceKind failure_callback_kind(std::string name, const ResourceKind& upstream) {
+  ResourceKind k = adaptor(std::move(name), upstream, [](cumem_resource_t* up, cumem_resource_t** out) {
+    cumem_failure_callback_t c = CUMEM_FAILURE_CALLBACK_INIT;
+    c.callback = conformance_give_up;
+    return cumem_failure_callback_resource_create(up, &c, out);
+  });
+  k.kind = CUMEM_RESOURCE_FAILURE_CALLBACK;
+  return k;
+}

@@ -5,8 +5,10 @@ the loader's search path. Devices, streams, resources, buffers, copies and
 fills, kernels compiled at run time and launched (``Program``,
 ``launch``), DLPack both ways (``Buffer.__dlpack__`` / ``__dlpack_device__`` and
 ``from_dlpack``), and the framework allocator hook-up (``cumem.torch``,
-``cumem.cupy``). Every failure raises ``CumemError`` with the status and
-libcumem's message.
+``cumem.cupy``). Batch copies and batched managed-memory operations
+(``copy_batch``, ``prefetch_batch``, ...), each device's memory resource
+(``Device.memory_resource``) and the failure-callback adaptor. Every
+failure raises ``CumemError`` with the status and libcumem's message.
 """
 import ctypes
 
@@ -19,6 +21,8 @@ __all__ = [
     "DLDeviceType", "Program", "Library", "Kernel", "launch", "launch_config",
     "kernel_arguments", "nvrtc_version", "VirtualIpcHandle", "ipc_send_virtual",
     "ipc_receive_virtual", "Graph",
+    "Host", "CopyOptions", "copy_batch", "copy_batch_raw", "prefetch_batch", "discard_batch",
+    "discard_prefetch_batch", "batch_statistics",
 ]
 
 _V = ctypes.c_void_p
@@ -111,6 +115,23 @@ class Device(_Handle):
 
     def synchronize(self):
         _check(lib.cumem_device_synchronize(self.handle))
+
+    @property
+    def memory_resource(self):
+        """The device's memory resource (cuda.core's Device.memory_resource):
+        what libcumem (the framework allocators, Device.allocate) uses for the
+        device unless told otherwise. Setting None goes back to the default,
+        the device's default-pool resource (the same object each time)."""
+        return Resource(_out(lib.cumem_device_get_memory_resource, self.handle))
+
+    @memory_resource.setter
+    def memory_resource(self, resource):
+        _check(lib.cumem_device_set_memory_resource(
+            self.handle, resource.handle if resource is not None else None))
+
+    def allocate(self, size, stream=None):
+        """`size` bytes from the device's memory resource (cuda.core's Device.allocate)."""
+        return Buffer(_out(lib.cumem_device_allocate, self.handle, int(size), _stream(stream)))
 
     def __repr__(self):
         return f"cumem.Device({self.ordinal})"
@@ -235,6 +256,22 @@ class Resource(_Handle):
     def limit(cls, upstream, limit_bytes):
         return cls(_out(lib.cumem_limit_resource_create, upstream.handle, int(limit_bytes)),
                    (upstream,))
+
+    @classmethod
+    def failure_callback(cls, upstream, fn, max_retries=0):
+        """The failure-callback adaptor over `upstream` (RMM's
+        failure_callback_resource_adaptor): when the upstream is out of memory,
+        fn(info) is called with a dict (attempt, size, stream, statistics,
+        message); a true result tries the upstream again, at most max_retries
+        times per allocation (0: 16). An exception from fn counts as giving up."""
+        from . import _batch
+        c, key = _batch.failure_callback_struct(fn, max_retries)
+        try:
+            return cls(_out(lib.cumem_failure_callback_resource_create, upstream.handle,
+                            ctypes.byref(c)), (upstream,))
+        except CumemError:
+            _batch.forget(key)  # no adaptor was made: destroy never runs
+            raise
 
     def allocate(self, size, stream=None):
         b = Buffer(_out(lib.cumem_resource_allocate, self.handle, int(size), _stream(stream)))
@@ -361,7 +398,8 @@ class Graph(_Handle):
 
 def set_framework_resource(device, resource):
     """The resource cumem_torch_alloc / cumem_cupy_malloc use for `device`
-    (None: back to the default)."""
+    (None: back to the default, the device's memory resource unless
+    $CUMEM_FRAMEWORK_RESOURCE says 'caching')."""
     _check(lib.cumem_framework_set_resource(int(device), resource.handle if resource else None))
 
 
@@ -412,5 +450,8 @@ def set_log_callback(fn):
 
 from ._dlpack import Buffer, from_dlpack  # noqa: E402  (needs the names above)
 from ._virtual import VirtualIpcHandle, ipc_receive_virtual, ipc_send_virtual  # noqa: E402
+from ._batch import (  # noqa: E402
+    CopyOptions, Host, batch_statistics, copy_batch, copy_batch_raw, discard_batch,
+    discard_prefetch_batch, prefetch_batch)
 from ._program import (  # noqa: E402
     Kernel, Library, Program, kernel_arguments, launch, launch_config, nvrtc_version)

@@ -145,14 +145,43 @@ class Buffer(_Handle):
         view._parent = self  # which keeps its deallocation stream's owner alive
         return view
 
-    def copy_to(self, dst, stream=None):
+    def copy_to(self, dst=None, stream=None):
+        """Copies the whole buffer into `dst` (same size); with no `dst`, into a
+        new buffer from this buffer's own resource (cuda.core's copy_to), which
+        is returned. Returns the destination."""
+        if dst is None:
+            return Buffer(_out(lib.cumem_buffer_copy_to_new, self.handle, _stream(stream)))
         _check(lib.cumem_buffer_copy_to(self.handle, dst.handle, _stream(stream)))
+        return dst
 
     def copy_from(self, src, stream=None):
         _check(lib.cumem_buffer_copy_to(src.handle, self.handle, _stream(stream)))
 
     def fill(self, value, width=1, stream=None):
         _check(lib.cumem_buffer_fill(self.handle, int(value), int(width), _stream(stream)))
+
+    # Managed memory (cuda.core's ManagedBuffer): locations are a cumem.Device
+    # (or an ordinal) or a cumem.Host.
+    def prefetch(self, location, stream=None):
+        from ._batch import to_location
+        _check(lib.cumem_buffer_prefetch(self.handle, to_location(location), _stream(stream)))
+
+    def discard(self, stream=None):
+        _check(lib.cumem_buffer_discard(self.handle, _stream(stream)))
+
+    def discard_prefetch(self, location, stream=None):
+        from ._batch import to_location
+        _check(lib.cumem_buffer_discard_prefetch(self.handle, to_location(location),
+                                                 _stream(stream)))
+
+    @property
+    def last_prefetch_location(self):
+        """Where the pages were last asked to go (a Device or Host), or None
+        when some never were or they went to different places."""
+        from ._batch import from_location
+        loc = _lib.Location()
+        _check(lib.cumem_buffer_get_last_prefetch_location(self.handle, ctypes.byref(loc)))
+        return from_location(loc)
 
     def _wait(self, stream):
         if stream is not None:

@@ -124,6 +124,39 @@ class VirtualStatistics(ctypes.Structure):
                                        "chunks_released")]
 
 
+class CopyOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("src_access_order", ctypes.c_int32),
+                ("src_location_hint", Location), ("dst_location_hint", Location),
+                ("overlap_mode", ctypes.c_int32)]
+
+
+class BatchStatistics(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("driver_copy_batch", ctypes.c_uint32),
+                ("driver_prefetch_batch", ctypes.c_uint32),
+                ("driver_discard_batch", ctypes.c_uint32)] + [
+        (n, ctypes.c_uint64) for n in ("copy_batches", "copy_batches_looped", "copies",
+                                       "copies_looped", "prefetch_batches",
+                                       "prefetch_batches_looped", "prefetches", "discard_batches",
+                                       "discards")]
+
+
+class FailureInfo(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("attempt", ctypes.c_uint32),
+                ("size", ctypes.c_uint64), ("stream", ctypes.c_void_p),
+                ("statistics", ctypes.POINTER(ResourceStatistics)), ("message", ctypes.c_char_p)]
+
+
+# cumem_failure_callback_fn and cumem_destroy_fn.
+FailureCallbackFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(FailureInfo), ctypes.c_void_p)
+DestroyFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class FailureCallback(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("max_retries", ctypes.c_uint32),
+                ("callback", FailureCallbackFn), ("destroy", DestroyFn),
+                ("user_data", ctypes.c_void_p)]
+
+
 def _declare(name, restype, *argtypes):
     fn = getattr(lib, name)
     fn.restype = restype
@@ -217,6 +250,30 @@ for _name, _res, _args in [
     ("cumem_ipc_send_virtual", _S, [ctypes.c_int32, V]),
     ("cumem_ipc_receive_virtual", _S, [ctypes.c_int32, c_void_pp]),
     ("cumem_buffer_from_virtual_ipc_handle", _S, [V, V, V, c_void_pp]),
+    # Copies at scale and the rest of cuda.core 1.3.
+    ("cumem_device_get_memory_resource", _S, [V, c_void_pp]),
+    ("cumem_device_set_memory_resource", _S, [V, V]),
+    ("cumem_device_allocate", _S, [V, ctypes.c_size_t, V, c_void_pp]),
+    ("cumem_failure_callback_resource_create", _S, [V, ctypes.POINTER(FailureCallback), c_void_pp]),
+    ("cumem_buffer_copy_to_new", _S, [V, V, c_void_pp]),
+    ("cumem_buffer_prefetch", _S, [V, Location, V]),
+    ("cumem_buffer_discard", _S, [V, V]),
+    ("cumem_buffer_discard_prefetch", _S, [V, Location, V]),
+    ("cumem_buffer_get_last_prefetch_location", _S, [V, ctypes.POINTER(Location)]),
+    ("cumem_copy_batch", _S, [V, ctypes.c_size_t, ctypes.POINTER(V), ctypes.POINTER(ctypes.c_size_t),
+                              ctypes.POINTER(V), ctypes.POINTER(ctypes.c_size_t),
+                              ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(CopyOptions),
+                              ctypes.c_size_t]),
+    ("cumem_copy_batch_raw", _S, [V, ctypes.c_size_t, ctypes.POINTER(V),
+                                  ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(V),
+                                  ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t),
+                                  ctypes.POINTER(CopyOptions), ctypes.c_size_t]),
+    ("cumem_prefetch_batch", _S, [V, ctypes.c_size_t, ctypes.POINTER(V), ctypes.POINTER(Location),
+                                  ctypes.c_size_t]),
+    ("cumem_discard_batch", _S, [V, ctypes.c_size_t, ctypes.POINTER(V)]),
+    ("cumem_discard_prefetch_batch", _S, [V, ctypes.c_size_t, ctypes.POINTER(V),
+                                          ctypes.POINTER(Location), ctypes.c_size_t]),
+    ("cumem_batch_get_statistics", _S, [ctypes.POINTER(BatchStatistics)]),
 ]:
     _declare(_name, _res, *_args)
 

@@ -59,7 +59,7 @@ def main():
     stream = cumem.Stream(device)
     kernel = cumem.Program.compile(device, SOURCE).load().get_kernel("memory_ops")
 
-    device_mr = cumem.Resource.device(device)
+    device_mr = device.memory_resource  # its default pool unless the program chose another
     pinned_mr = cumem.Resource.legacy_pinned(device)
     nbytes = N * ctypes.sizeof(ctypes.c_float)
     device_buffer = device_mr.allocate(nbytes, stream)

@@ -128,6 +128,7 @@ pub const CUMEM_RESOURCE_LOGGING: cumem_resource_kind_t = 11;
 pub const CUMEM_RESOURCE_CALLBACK: cumem_resource_kind_t = 12;
 pub const CUMEM_RESOURCE_ALIGNED: cumem_resource_kind_t = 13;
 pub const CUMEM_RESOURCE_GRAPH_MEMORY: cumem_resource_kind_t = 15;
+pub const CUMEM_RESOURCE_FAILURE_CALLBACK: cumem_resource_kind_t = 16;
 
 pub type cumem_advice_t = i32;
 pub const CUMEM_ADVICE_SET_READ_MOSTLY: cumem_advice_t = 1;
@@ -1304,4 +1305,218 @@ extern "C" {
     ) -> cumem_status_t;
     pub fn cumem_graph_memory_resource_trim(resource: *mut cumem_resource_t) -> cumem_status_t;
     pub fn cumem_graph_memory_resource_reset_highs(resource: *mut cumem_resource_t) -> cumem_status_t;
+}
+
+// ---------------------------------------------------------------------------
+// Copies at scale: batches, the device's memory resource, the failure-callback
+// adaptor (table version 2)
+// ---------------------------------------------------------------------------
+
+pub type cumem_copy_src_access_order_t = i32;
+pub const CUMEM_COPY_SRC_ACCESS_ORDER_STREAM: cumem_copy_src_access_order_t = 0;
+pub const CUMEM_COPY_SRC_ACCESS_ORDER_DURING_API_CALL: cumem_copy_src_access_order_t = 1;
+pub const CUMEM_COPY_SRC_ACCESS_ORDER_ANY: cumem_copy_src_access_order_t = 2;
+
+pub type cumem_copy_overlap_mode_t = i32;
+pub const CUMEM_COPY_OVERLAP_DEFAULT: cumem_copy_overlap_mode_t = 0;
+pub const CUMEM_COPY_OVERLAP_PREFER_COMPUTE: cumem_copy_overlap_mode_t = 1;
+
+pub type cumem_failure_action_t = i32;
+pub const CUMEM_FAILURE_FAIL: cumem_failure_action_t = 0;
+pub const CUMEM_FAILURE_RETRY: cumem_failure_action_t = 1;
+pub const CUMEM_FAILURE_CALLBACK_MAX_RETRIES: u32 = 1024;
+pub const CUMEM_FAILURE_CALLBACK_DEFAULT_RETRIES: u32 = 16;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct cumem_copy_options_t {
+    pub struct_size: u32,
+    pub src_access_order: cumem_copy_src_access_order_t,
+    pub src_location_hint: cumem_location_t,
+    pub dst_location_hint: cumem_location_t,
+    pub overlap_mode: cumem_copy_overlap_mode_t,
+}
+impl Default for cumem_copy_options_t {
+    /// CUMEM_COPY_OPTIONS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            src_access_order: CUMEM_COPY_SRC_ACCESS_ORDER_STREAM,
+            src_location_hint: cumem_location_t { type_: CUMEM_LOCATION_NONE, id: 0 },
+            dst_location_hint: cumem_location_t { type_: CUMEM_LOCATION_NONE, id: 0 },
+            overlap_mode: CUMEM_COPY_OVERLAP_DEFAULT,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_batch_statistics_t {
+    pub struct_size: u32,
+    pub driver_copy_batch: cumem_bool_t,
+    pub driver_prefetch_batch: cumem_bool_t,
+    pub driver_discard_batch: cumem_bool_t,
+    pub copy_batches: u64,
+    pub copy_batches_looped: u64,
+    pub copies: u64,
+    pub copies_looped: u64,
+    pub prefetch_batches: u64,
+    pub prefetch_batches_looped: u64,
+    pub prefetches: u64,
+    pub discard_batches: u64,
+    pub discards: u64,
+}
+impl Default for cumem_batch_statistics_t {
+    /// CUMEM_BATCH_STATISTICS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            driver_copy_batch: 0,
+            driver_prefetch_batch: 0,
+            driver_discard_batch: 0,
+            copy_batches: 0,
+            copy_batches_looped: 0,
+            copies: 0,
+            copies_looped: 0,
+            prefetch_batches: 0,
+            prefetch_batches_looped: 0,
+            prefetches: 0,
+            discard_batches: 0,
+            discards: 0,
+        }
+    }
+}
+
+/// What a failure callback is told (valid during the call only).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_failure_info_t {
+    pub struct_size: u32,
+    pub attempt: u32,
+    pub size: u64,
+    pub stream: *mut c_void,
+    pub statistics: *const cumem_resource_statistics_t,
+    pub message: *const c_char,
+}
+impl Default for cumem_failure_info_t {
+    /// CUMEM_FAILURE_INFO_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            attempt: 0,
+            size: 0,
+            stream: core::ptr::null_mut(),
+            statistics: core::ptr::null(),
+            message: core::ptr::null(),
+        }
+    }
+}
+
+/// Called on the allocating thread when the upstream is out of memory; must
+/// not unwind.
+pub type cumem_failure_callback_fn = Option<
+    unsafe extern "C" fn(info: *const cumem_failure_info_t, user_data: *mut c_void) -> cumem_failure_action_t,
+>;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_failure_callback_t {
+    pub struct_size: u32,
+    /// 0: CUMEM_FAILURE_CALLBACK_DEFAULT_RETRIES.
+    pub max_retries: u32,
+    pub callback: cumem_failure_callback_fn,
+    pub destroy: cumem_destroy_fn,
+    pub user_data: *mut c_void,
+}
+impl Default for cumem_failure_callback_t {
+    /// CUMEM_FAILURE_CALLBACK_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            max_retries: 0,
+            callback: None,
+            destroy: None,
+            user_data: core::ptr::null_mut(),
+        }
+    }
+}
+
+extern "C" {
+    pub fn cumem_device_get_memory_resource(
+        device: *const cumem_device_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_device_set_memory_resource(
+        device: *const cumem_device_t,
+        resource: *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_device_allocate(
+        device: *const cumem_device_t,
+        size: usize,
+        stream: *const cumem_stream_t,
+        out_buffer: *mut *mut cumem_buffer_t,
+    ) -> cumem_status_t;
+    pub fn cumem_failure_callback_init(callback: *mut cumem_failure_callback_t);
+    pub fn cumem_failure_callback_resource_create(
+        upstream: *mut cumem_resource_t,
+        callback: *const cumem_failure_callback_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_discard_prefetch(
+        buffer: *mut cumem_buffer_t,
+        location: cumem_location_t,
+        stream: *const cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_get_last_prefetch_location(
+        buffer: *const cumem_buffer_t,
+        out_location: *mut cumem_location_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_copy_to_new(
+        src: *const cumem_buffer_t,
+        stream: *const cumem_stream_t,
+        out_buffer: *mut *mut cumem_buffer_t,
+    ) -> cumem_status_t;
+    pub fn cumem_copy_options_init(options: *mut cumem_copy_options_t);
+    pub fn cumem_copy_batch(
+        stream: *const cumem_stream_t,
+        count: usize,
+        dsts: *const *mut cumem_buffer_t,
+        dst_offsets: *const usize,
+        srcs: *const *const cumem_buffer_t,
+        src_offsets: *const usize,
+        sizes: *const usize,
+        options: *const cumem_copy_options_t,
+        num_options: usize,
+    ) -> cumem_status_t;
+    pub fn cumem_copy_batch_raw(
+        stream: *const cumem_stream_t,
+        count: usize,
+        dsts: *const *mut c_void,
+        dst_offsets: *const usize,
+        srcs: *const *const c_void,
+        src_offsets: *const usize,
+        sizes: *const usize,
+        options: *const cumem_copy_options_t,
+        num_options: usize,
+    ) -> cumem_status_t;
+    pub fn cumem_prefetch_batch(
+        stream: *const cumem_stream_t,
+        count: usize,
+        buffers: *const *mut cumem_buffer_t,
+        locations: *const cumem_location_t,
+        num_locations: usize,
+    ) -> cumem_status_t;
+    pub fn cumem_discard_batch(
+        stream: *const cumem_stream_t,
+        count: usize,
+        buffers: *const *mut cumem_buffer_t,
+    ) -> cumem_status_t;
+    pub fn cumem_discard_prefetch_batch(
+        stream: *const cumem_stream_t,
+        count: usize,
+        buffers: *const *mut cumem_buffer_t,
+        locations: *const cumem_location_t,
+        num_locations: usize,
+    ) -> cumem_status_t;
+    pub fn cumem_batch_get_statistics(stats: *mut cumem_batch_statistics_t) -> cumem_status_t;
 }

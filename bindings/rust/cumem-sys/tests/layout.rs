@@ -166,6 +166,28 @@ fn layouts() -> Vec<Layout> {
             grows_moved => grows_moved, shrinks => shrinks, chunks_created => chunks_created,
             chunks_released => chunks_released,
         }),
+        layout!(cumem_copy_options_t {
+            struct_size => struct_size, src_access_order => src_access_order,
+            src_location_hint => src_location_hint, dst_location_hint => dst_location_hint,
+            overlap_mode => overlap_mode,
+        }),
+        layout!(cumem_batch_statistics_t {
+            struct_size => struct_size, driver_copy_batch => driver_copy_batch,
+            driver_prefetch_batch => driver_prefetch_batch,
+            driver_discard_batch => driver_discard_batch, copy_batches => copy_batches,
+            copy_batches_looped => copy_batches_looped, copies => copies,
+            copies_looped => copies_looped, prefetch_batches => prefetch_batches,
+            prefetch_batches_looped => prefetch_batches_looped, prefetches => prefetches,
+            discard_batches => discard_batches, discards => discards,
+        }),
+        layout!(cumem_failure_info_t {
+            struct_size => struct_size, attempt => attempt, size => size, stream => stream,
+            statistics => statistics, message => message,
+        }),
+        layout!(cumem_failure_callback_t {
+            struct_size => struct_size, max_retries => max_retries, callback => callback,
+            destroy => destroy, user_data => user_data,
+        }),
     ]
 }
 
@@ -349,6 +371,10 @@ fn defaults_init_functions_and_zero_filled_structs_are_the_same_bytes() {
     same!(cumem_graph_options_t, cumem_graph_options_init);
     same!(cumem_capture_info_t);
     same!(cumem_graph_memory_attributes_t);
+    same!(cumem_copy_options_t, cumem_copy_options_init);
+    same!(cumem_failure_callback_t, cumem_failure_callback_init);
+    same!(cumem_batch_statistics_t);
+    same!(cumem_failure_info_t);
 }
 
 #[test]

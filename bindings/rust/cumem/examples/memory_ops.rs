@@ -47,7 +47,8 @@ fn run(device: &Device) -> cumem::Result<bool> {
     println!("device 0: {} (compute capability {}.{})", props.name, props.compute_capability.0,
              props.compute_capability.1);
     let stream = Stream::new(device)?;
-    let device_mr = Resource::device(device)?;
+    // The device's memory resource: its default pool unless the program chose another.
+    let device_mr = device.memory_resource()?;
     let pinned_mr = Resource::legacy_pinned(device)?;
     let bytes = N * std::mem::size_of::<f32>();
     let mut device_buffer = device_mr.allocate(bytes, Some(&stream))?;

@@ -1064,3 +1064,340 @@ impl Resource {
         check(unsafe { sys::cumem_graph_memory_resource_reset_highs(self.raw.as_ptr()) })
     }
 }
+
+// ---------------------------------------------------------------------------
+// Copies at scale: locations, batches, the device's memory resource, the
+// failure-callback adaptor (cuda.core 1.3's copy_batch, prefetch_batch, ...)
+// ---------------------------------------------------------------------------
+
+/// A memory location (`cumem_location_t`; cuda.core's `Device` and `Host`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// No location (a hint not given; a range never prefetched).
+    None,
+    Device(i32),
+    Host,
+    HostNuma(i32),
+    /// The host NUMA node of the calling thread.
+    HostNumaCurrent,
+}
+
+impl Location {
+    fn to_sys(self) -> sys::cumem_location_t {
+        let (type_, id) = match self {
+            Location::None => (sys::CUMEM_LOCATION_NONE, 0),
+            Location::Device(d) => (sys::CUMEM_LOCATION_DEVICE, d),
+            Location::Host => (sys::CUMEM_LOCATION_HOST, 0),
+            Location::HostNuma(n) => (sys::CUMEM_LOCATION_HOST_NUMA, n),
+            Location::HostNumaCurrent => (sys::CUMEM_LOCATION_HOST_NUMA_CURRENT, 0),
+        };
+        sys::cumem_location_t { type_, id }
+    }
+    fn from_sys(l: sys::cumem_location_t) -> Location {
+        match l.type_ {
+            sys::CUMEM_LOCATION_DEVICE => Location::Device(l.id),
+            sys::CUMEM_LOCATION_HOST => Location::Host,
+            sys::CUMEM_LOCATION_HOST_NUMA => Location::HostNuma(l.id),
+            sys::CUMEM_LOCATION_HOST_NUMA_CURRENT => Location::HostNumaCurrent,
+            _ => Location::None,
+        }
+    }
+}
+
+/// Where the driver reads a batch copy's source (cuda.core's MemcpySrcAccessOrder).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SrcAccessOrder {
+    #[default]
+    Stream,
+    DuringApiCall,
+    Any,
+}
+
+/// A batch copy's overlap hint (cuda.core's MemcpyOverlapMode).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OverlapMode {
+    #[default]
+    Default,
+    PreferOverlapWithCompute,
+}
+
+/// Options of one batch copy (cuda.core's CopyOptions); `Default` is stream
+/// order with no hints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyOptions {
+    pub src_access_order: SrcAccessOrder,
+    pub src_location_hint: Location,
+    pub dst_location_hint: Location,
+    pub overlap_mode: OverlapMode,
+}
+
+impl Default for CopyOptions {
+    fn default() -> Self {
+        CopyOptions {
+            src_access_order: SrcAccessOrder::Stream,
+            src_location_hint: Location::None,
+            dst_location_hint: Location::None,
+            overlap_mode: OverlapMode::Default,
+        }
+    }
+}
+
+impl CopyOptions {
+    fn to_sys(self) -> sys::cumem_copy_options_t {
+        sys::cumem_copy_options_t {
+            src_access_order: match self.src_access_order {
+                SrcAccessOrder::Stream => sys::CUMEM_COPY_SRC_ACCESS_ORDER_STREAM,
+                SrcAccessOrder::DuringApiCall => sys::CUMEM_COPY_SRC_ACCESS_ORDER_DURING_API_CALL,
+                SrcAccessOrder::Any => sys::CUMEM_COPY_SRC_ACCESS_ORDER_ANY,
+            },
+            src_location_hint: self.src_location_hint.to_sys(),
+            dst_location_hint: self.dst_location_hint.to_sys(),
+            overlap_mode: match self.overlap_mode {
+                OverlapMode::Default => sys::CUMEM_COPY_OVERLAP_DEFAULT,
+                OverlapMode::PreferOverlapWithCompute => sys::CUMEM_COPY_OVERLAP_PREFER_COMPUTE,
+            },
+            ..Default::default()
+        }
+    }
+}
+
+/// One copy of a batch over buffers: `size` bytes from `src` at
+/// `src_offset` to `dst` at `dst_offset`.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchCopy<'a> {
+    pub dst: &'a Buffer,
+    pub dst_offset: usize,
+    pub src: &'a Buffer,
+    pub src_offset: usize,
+    pub size: usize,
+}
+
+/// One copy of a batch over raw pointers.
+#[derive(Clone, Copy, Debug)]
+pub struct PointerCopy {
+    pub dst: *mut c_void,
+    pub src: *const c_void,
+    pub size: usize,
+}
+
+fn sys_options(options: &[CopyOptions]) -> Vec<sys::cumem_copy_options_t> {
+    options.iter().map(|o| o.to_sys()).collect()
+}
+
+fn options_ptr(o: &[sys::cumem_copy_options_t]) -> *const sys::cumem_copy_options_t {
+    if o.is_empty() { ptr::null() } else { o.as_ptr() }
+}
+
+/// `cumem_copy_batch` (cuda.core's copy_batch): every copy in one call
+/// ordered on `stream`. `options`: empty (defaults), one for every copy, or
+/// one per copy. Every copy is checked before anything is queued.
+pub fn copy_batch(stream: Option<&Stream>, copies: &[BatchCopy<'_>], options: &[CopyOptions]) -> Result<()> {
+    let dsts: Vec<*mut sys::cumem_buffer_t> = copies.iter().map(|c| c.dst.raw.as_ptr()).collect();
+    let srcs: Vec<*const sys::cumem_buffer_t> = copies.iter().map(|c| c.src.raw.as_ptr() as *const _).collect();
+    let dst_offsets: Vec<usize> = copies.iter().map(|c| c.dst_offset).collect();
+    let src_offsets: Vec<usize> = copies.iter().map(|c| c.src_offset).collect();
+    let sizes: Vec<usize> = copies.iter().map(|c| c.size).collect();
+    let o = sys_options(options);
+    // SAFETY: live buffers (borrowed for the call); every array holds
+    // copies.len() entries; options as the header reads them.
+    check(unsafe {
+        sys::cumem_copy_batch(opt_stream(stream), copies.len(), dsts.as_ptr(), dst_offsets.as_ptr(),
+                              srcs.as_ptr(), src_offsets.as_ptr(), sizes.as_ptr(), options_ptr(&o), o.len())
+    })
+}
+
+/// `cumem_copy_batch_raw`: the same over raw pointers.
+///
+/// # Safety
+/// Every range must be memory the copies may read or write (device, pinned,
+/// managed or host memory that stays valid until the copies are done).
+pub unsafe fn copy_batch_raw(stream: Option<&Stream>, copies: &[PointerCopy], options: &[CopyOptions]) -> Result<()> {
+    let dsts: Vec<*mut c_void> = copies.iter().map(|c| c.dst).collect();
+    let srcs: Vec<*const c_void> = copies.iter().map(|c| c.src).collect();
+    let sizes: Vec<usize> = copies.iter().map(|c| c.size).collect();
+    let o = sys_options(options);
+    check(sys::cumem_copy_batch_raw(opt_stream(stream), copies.len(), dsts.as_ptr(), ptr::null(),
+                                    srcs.as_ptr(), ptr::null(), sizes.as_ptr(), options_ptr(&o), o.len()))
+}
+
+fn buffer_handles(buffers: &[&Buffer]) -> Vec<*mut sys::cumem_buffer_t> {
+    buffers.iter().map(|b| b.raw.as_ptr()).collect()
+}
+
+/// Prefetches managed buffers in one batch (cuda.core's prefetch_batch):
+/// `locations` one for every buffer, or one each.
+pub fn prefetch_batch(stream: Option<&Stream>, buffers: &[&Buffer], locations: &[Location]) -> Result<()> {
+    let b = buffer_handles(buffers);
+    let l: Vec<sys::cumem_location_t> = locations.iter().map(|l| l.to_sys()).collect();
+    // SAFETY: live buffers; arrays of their stated lengths.
+    check(unsafe { sys::cumem_prefetch_batch(opt_stream(stream), b.len(), b.as_ptr(), l.as_ptr(), l.len()) })
+}
+
+/// Discards the contents of managed buffers in one batch (CUDA 13+).
+pub fn discard_batch(stream: Option<&Stream>, buffers: &[&Buffer]) -> Result<()> {
+    let b = buffer_handles(buffers);
+    // SAFETY: live buffers.
+    check(unsafe { sys::cumem_discard_batch(opt_stream(stream), b.len(), b.as_ptr()) })
+}
+
+/// Discards managed buffers and prefetches their pages (CUDA 13+).
+pub fn discard_prefetch_batch(stream: Option<&Stream>, buffers: &[&Buffer], locations: &[Location]) -> Result<()> {
+    let b = buffer_handles(buffers);
+    let l: Vec<sys::cumem_location_t> = locations.iter().map(|l| l.to_sys()).collect();
+    // SAFETY: live buffers; arrays of their stated lengths.
+    check(unsafe {
+        sys::cumem_discard_prefetch_batch(opt_stream(stream), b.len(), b.as_ptr(), l.as_ptr(), l.len())
+    })
+}
+
+/// How batches went in this process (`cumem_batch_get_statistics`).
+pub fn batch_statistics() -> Result<sys::cumem_batch_statistics_t> {
+    let mut s = sys::cumem_batch_statistics_t::default();
+    // SAFETY: struct_size set by Default.
+    check(unsafe { sys::cumem_batch_get_statistics(&mut s) })?;
+    Ok(s)
+}
+
+impl Device {
+    /// The device's memory resource (cuda.core's Device.memory_resource):
+    /// its default-pool resource until set.
+    pub fn memory_resource(&self) -> Result<Resource> {
+        // SAFETY: live device; on success we own one reference.
+        Resource::make(|out| unsafe { sys::cumem_device_get_memory_resource(self.raw.as_ptr(), out) })
+    }
+
+    /// Sets the device's memory resource; None goes back to the default
+    /// (the same object as before).
+    pub fn set_memory_resource(&self, resource: Option<&Resource>) -> Result<()> {
+        let r = resource.map_or(ptr::null_mut(), |r| r.raw.as_ptr());
+        // SAFETY: live handles; libcumem takes its own reference.
+        check(unsafe { sys::cumem_device_set_memory_resource(self.raw.as_ptr(), r) })
+    }
+
+    /// `size` bytes from the device's memory resource (cuda.core's Device.allocate).
+    pub fn allocate(&self, size: usize, stream: Option<&Stream>) -> Result<Buffer> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: live device, optional live stream, valid out pointer.
+        check(unsafe { sys::cumem_device_allocate(self.raw.as_ptr(), size, opt_stream(stream), &mut raw) })?;
+        Ok(Buffer { raw: non_null(raw) })
+    }
+}
+
+impl Buffer {
+    /// cuda.core's copy_to with no destination: a new buffer from this
+    /// buffer's resource, holding a copy made on `stream`.
+    pub fn copy_to_new(&self, stream: Option<&Stream>) -> Result<Buffer> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: live handle, optional live stream, valid out pointer.
+        check(unsafe { sys::cumem_buffer_copy_to_new(self.raw.as_ptr(), opt_stream(stream), &mut raw) })?;
+        Ok(Buffer { raw: non_null(raw) })
+    }
+
+    /// Managed memory: migrates the pages to `location` on `stream`.
+    pub fn prefetch(&self, location: Location, stream: Option<&Stream>) -> Result<()> {
+        // SAFETY: live handle; concurrent calls are allowed (header).
+        check(unsafe { sys::cumem_buffer_prefetch(self.raw.as_ptr(), location.to_sys(), opt_stream(stream)) })
+    }
+
+    /// Managed memory: drops the contents (CUDA 13+).
+    pub fn discard(&self, stream: Option<&Stream>) -> Result<()> {
+        // SAFETY: live handle.
+        check(unsafe { sys::cumem_buffer_discard(self.raw.as_ptr(), opt_stream(stream)) })
+    }
+
+    /// Managed memory: drops the contents and prefetches the pages to
+    /// `location` in one step (CUDA 13+).
+    pub fn discard_prefetch(&self, location: Location, stream: Option<&Stream>) -> Result<()> {
+        // SAFETY: live handle.
+        check(unsafe {
+            sys::cumem_buffer_discard_prefetch(self.raw.as_ptr(), location.to_sys(), opt_stream(stream))
+        })
+    }
+
+    /// Where the pages were last asked to go; `Location::None` when some
+    /// never were or they went to different places.
+    pub fn last_prefetch_location(&self) -> Result<Location> {
+        let mut l = sys::cumem_location_t::default();
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::cumem_buffer_get_last_prefetch_location(self.raw.as_ptr(), &mut l) })?;
+        Ok(Location::from_sys(l))
+    }
+}
+
+/// What a failure callback is told about a refused allocation.
+#[derive(Clone, Debug)]
+pub struct FailureInfo {
+    /// 1 for the first refusal of this allocation, 2 after one refused retry, ...
+    pub attempt: u32,
+    pub size: u64,
+    /// The native CUstream (null: the legacy default stream).
+    pub stream: *mut c_void,
+    /// The adaptor's statistics at the time.
+    pub statistics: Statistics,
+    pub message: String,
+}
+
+type FailureFn = Box<dyn Fn(&FailureInfo) -> bool + Send + Sync>;
+
+unsafe extern "C" fn failure_trampoline(
+    info: *const sys::cumem_failure_info_t,
+    user_data: *mut c_void,
+) -> sys::cumem_failure_action_t {
+    // SAFETY: user_data is the FailureFn boxed by Resource::failure_callback,
+    // alive until failure_destroy; info is valid during the call.
+    let (f, i) = unsafe { (&*(user_data as *const FailureFn), &*info) };
+    // SAFETY: the statistics and message pointers are valid during the call.
+    let (s, message) = unsafe { (&*i.statistics, CStr::from_ptr(i.message).to_string_lossy().into_owned()) };
+    let info = FailureInfo {
+        attempt: i.attempt,
+        size: i.size,
+        stream: i.stream,
+        statistics: Statistics {
+            bytes_in_use: s.bytes_in_use,
+            peak_bytes_in_use: s.peak_bytes_in_use,
+            live_allocations: s.live_allocations,
+            total_allocations: s.total_allocations,
+        },
+        message,
+    };
+    // A panic must not unwind into libcumem: it counts as giving up.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&info))) {
+        Ok(true) => sys::CUMEM_FAILURE_RETRY,
+        _ => sys::CUMEM_FAILURE_FAIL,
+    }
+}
+
+unsafe extern "C" fn failure_destroy(user_data: *mut c_void) {
+    // SAFETY: called once, with the box made by Resource::failure_callback.
+    drop(unsafe { Box::from_raw(user_data as *mut FailureFn) });
+}
+
+impl Resource {
+    /// The failure-callback adaptor over `upstream` (RMM's
+    /// failure_callback_resource_adaptor): when the upstream is out of
+    /// memory, `retry(info)` is called, which may free memory and return
+    /// true to try again (at most `max_retries` times per allocation; 0: the
+    /// default, 16). It may run on several threads at once; a panic in it
+    /// counts as giving up.
+    pub fn failure_callback<F>(upstream: &Resource, max_retries: u32, retry: F) -> Result<Resource>
+    where
+        F: Fn(&FailureInfo) -> bool + Send + Sync + 'static,
+    {
+        let boxed: *mut FailureFn = Box::into_raw(Box::new(Box::new(retry)));
+        let c = sys::cumem_failure_callback_t {
+            max_retries,
+            callback: Some(failure_trampoline),
+            destroy: Some(failure_destroy),
+            user_data: boxed as *mut c_void,
+            ..Default::default()
+        };
+        // SAFETY: live upstream; c as the header reads it.
+        let made = Resource::make(|out| unsafe { sys::cumem_failure_callback_resource_create(upstream.raw.as_ptr(), &c, out) });
+        if made.is_err() {
+            // No adaptor was made: destroy never runs, so the box is ours.
+            // SAFETY: made by Box::into_raw above, not handed to libcumem.
+            drop(unsafe { Box::from_raw(boxed) });
+        }
+        made
+    }
+}

@@ -291,3 +291,91 @@ fn caching_with_options() {
     let e = host.caching_statistics().unwrap_err();
     assert_eq!(e.status(), Status::NOT_SUPPORTED);
 }
+
+// Copies at scale, where no GPU is needed.
+#[test]
+fn copy_batch_over_host_buffers() {
+    let host = Resource::host().unwrap();
+    let a = host.allocate(64, None).unwrap();
+    let b = host.allocate(64, None).unwrap();
+    let c = host.allocate(128, None).unwrap();
+    a.copy_from_slice(&(0u8..64).collect::<Vec<_>>(), None).unwrap();
+    let before = cumem::batch_statistics().unwrap();
+    cumem::copy_batch(
+        None,
+        &[
+            cumem::BatchCopy { dst: &b, dst_offset: 0, src: &a, src_offset: 0, size: 64 },
+            cumem::BatchCopy { dst: &c, dst_offset: 100, src: &a, src_offset: 36, size: 28 },
+        ],
+        &[cumem::CopyOptions::default()],
+    )
+    .unwrap();
+    let mut out = [0u8; 64];
+    b.copy_to_slice(&mut out, None).unwrap();
+    assert_eq!(out.to_vec(), (0u8..64).collect::<Vec<_>>());
+    let mut wide = [0u8; 128];
+    c.copy_to_slice(&mut wide, None).unwrap();
+    assert_eq!(wide[100..128].to_vec(), (36u8..64).collect::<Vec<_>>());
+    let after = cumem::batch_statistics().unwrap();
+    assert_eq!(after.copy_batches, before.copy_batches + 1);
+    // Dependent copies are refused before anything is queued.
+    let e = cumem::copy_batch(
+        None,
+        &[
+            cumem::BatchCopy { dst: &b, dst_offset: 0, src: &a, src_offset: 0, size: 8 },
+            cumem::BatchCopy { dst: &a, dst_offset: 0, src: &b, src_offset: 32, size: 8 },
+        ],
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(e.status(), Status::INVALID_ARGUMENT, "{e}");
+    let hinted = cumem::CopyOptions {
+        dst_location_hint: cumem::Location::HostNuma(4096),
+        ..Default::default()
+    };
+    let e = cumem::copy_batch(
+        None,
+        &[cumem::BatchCopy { dst: &b, dst_offset: 0, src: &a, src_offset: 0, size: 8 }],
+        &[hinted],
+    )
+    .unwrap_err();
+    assert!(e.message().contains("host NUMA node 4096"), "{e}");
+}
+
+#[test]
+fn copy_to_new_allocates_from_the_buffers_resource() {
+    let host = Resource::host().unwrap();
+    let a = host.allocate(10, None).unwrap();
+    a.fill(0x3c, 1, None).unwrap();
+    let copy = a.copy_to_new(None).unwrap();
+    let mut out = [0u8; 10];
+    copy.copy_to_slice(&mut out, None).unwrap();
+    assert_eq!(out, [0x3c; 10]);
+    assert_eq!(host.statistics().unwrap().live_allocations, 2);
+}
+
+#[test]
+fn failure_callback_frees_and_retries() {
+    use std::sync::{Arc, Mutex};
+    let limited = Resource::limit(&Resource::host().unwrap(), 4096).unwrap();
+    let held: Arc<Mutex<Option<Buffer>>> = Arc::new(Mutex::new(Some(limited.allocate(3000, None).unwrap())));
+    let seen: Arc<Mutex<Vec<u64>>> = Arc::new(Mutex::new(Vec::new()));
+    let (h, s) = (held.clone(), seen.clone());
+    let r = Resource::failure_callback(&limited, 0, move |info| {
+        s.lock().unwrap().push(info.size);
+        h.lock().unwrap().take().is_some() // dropping the buffer frees it
+    })
+    .unwrap();
+    assert_eq!(r.kind().unwrap(), cumem::sys::CUMEM_RESOURCE_FAILURE_CALLBACK);
+    let b = r.allocate(2000, None).unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![2000]);
+    let e = r.allocate(3000, None).unwrap_err();
+    assert_eq!(e.status(), Status::OUT_OF_MEMORY);
+    assert!(e.message().contains("gave up"), "{e}");
+    drop(b);
+    // A panicking callback gives up; it does not unwind into libcumem.
+    let p = Resource::failure_callback(&limited, 2, |_| panic!("no")).unwrap();
+    assert_eq!(p.allocate(5000, None).unwrap_err().status(), Status::OUT_OF_MEMORY);
+    let e = Resource::failure_callback(&limited, 5000, |_| true).unwrap_err();
+    assert_eq!(e.status(), Status::INVALID_ARGUMENT);
+}

@@ -1,0 +1,53 @@
+// What the fake memory driver (fake_memory_cuda.cpp) tells its tests: the
+// calls it received, in order, and what they carried. The tests reach it
+// with dlopen of $CUMEM_LIBCUDA (the same library libcumem loaded) and
+// dlsym of fake_memory_state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+struct FakeCopyAttributes {
+  int src_access_order = 0;  // the driver's CUmemcpySrcAccessOrder
+  int src_hint_type = 0, src_hint_id = 0;
+  int dst_hint_type = 0, dst_hint_id = 0;
+  unsigned flags = 0;
+};
+
+struct FakeMemoryState {
+  std::mutex mutex;
+  // One line per call that queues work or orders streams, such as
+  // "memcpy stream=legacy", "memcpy_batch stream=ptds copies=3 attrs=1",
+  // "record stream=legacy", "wait stream=ptds", "sync stream=0x..".
+  std::vector<std::string> log;
+  // The attribute runs of the last cuMemcpyBatchAsync: start index and
+  // attributes of each.
+  std::vector<size_t> last_attr_indices;
+  std::vector<FakeCopyAttributes> last_attrs;
+  // The locations of the last batched prefetch: start index, type, id.
+  std::vector<size_t> last_location_indices;
+  std::vector<std::pair<int, int>> last_locations;
+  // Streams for which cuStreamIsCapturing answers "active".
+  std::vector<void*> capturing;
+
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex);
+    log.clear();
+    last_attr_indices.clear();
+    last_attrs.clear();
+    last_location_indices.clear();
+    last_locations.clear();
+  }
+  // How many log lines start with `prefix`.
+  size_t count(const std::string& prefix) {
+    std::lock_guard<std::mutex> lock(mutex);
+    size_t n = 0;
+    for (const std::string& line : log) n += line.compare(0, prefix.size(), prefix) == 0;
+    return n;
+  }
+};
+
+using FakeMemoryStateFn = FakeMemoryState* (*)();
