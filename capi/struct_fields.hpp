@@ -118,6 +118,12 @@ CUMEM_STRUCT_FIELDS(cumem_dlpack_options_t, "cumem_dlpack_options_init()",
   CUMEM_FIELD(strides), CUMEM_FIELD(byte_offset), CUMEM_FIELD(device_type),
   CUMEM_FIELD(read_only))
 
+CUMEM_STRUCT_FIELDS(cumem_virtual_resource_options_t, "cumem_virtual_resource_options_init()",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(location), CUMEM_FIELD(granularity),
+  CUMEM_FIELD(handle_types), CUMEM_FIELD(gpu_direct_rdma), CUMEM_FIELD(address_hint),
+  CUMEM_FIELD(alignment), CUMEM_FIELD(chunk_size), CUMEM_FIELD(reserve_size),
+  CUMEM_FIELD(peers), CUMEM_FIELD(peer_count), CUMEM_FIELD(peers_read_only))
+
 // Read by cumem_resource_pool_set_attributes, written by _get_attributes.
 CUMEM_STRUCT_FIELDS(cumem_pool_attributes_t, "cumem_resource_pool_get_attributes() or CUMEM_POOL_ATTRIBUTES_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reuse_follow_event_dependencies),
@@ -173,6 +179,12 @@ CUMEM_STRUCT_FIELDS(cumem_kernel_attributes_t, "CUMEM_KERNEL_ATTRIBUTES_INIT",
   CUMEM_FIELD(const_size_bytes), CUMEM_FIELD(local_size_bytes), CUMEM_FIELD(num_regs),
   CUMEM_FIELD(ptx_version), CUMEM_FIELD(binary_version),
   CUMEM_FIELD(max_dynamic_shared_size_bytes))
+
+CUMEM_STRUCT_FIELDS(cumem_virtual_statistics_t, "CUMEM_VIRTUAL_STATISTICS_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(granularity),
+  CUMEM_FIELD(chunk_size), CUMEM_FIELD(bytes_mapped), CUMEM_FIELD(bytes_reserved),
+  CUMEM_FIELD(bytes_pending), CUMEM_FIELD(grows_in_place), CUMEM_FIELD(grows_moved),
+  CUMEM_FIELD(shrinks), CUMEM_FIELD(chunks_created), CUMEM_FIELD(chunks_released))
 
 #undef CUMEM_STRUCT_FIELDS
 #undef CUMEM_FIELD

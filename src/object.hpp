@@ -32,6 +32,7 @@ enum class Tag : uint32_t {
   library = 0x434c4942,  // "CLIB"
   kernel = 0x434b524e,   // "CKRN"
   allocation_handle = 0x43414c48,  // "CALH"
+  virtual_ipc_handle = 0x43564948, // "CVIH"
 };
 
 class Object {

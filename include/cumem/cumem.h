@@ -563,6 +563,7 @@ typedef enum cumem_resource_kind_t {
   CUMEM_RESOURCE_LOGGING = 11,      /**< logging adaptor (a CSV line per operation) */
   CUMEM_RESOURCE_CALLBACK = 12,     /**< made of user callbacks */
   CUMEM_RESOURCE_ALIGNED = 13,      /**< aligned adaptor over another resource */
+  CUMEM_RESOURCE_VIRTUAL = 14,      /**< virtual memory: growable buffers (cuMemCreate, cuMemMap) */
   CUMEM_RESOURCE_KIND_FORCE32 = 0x7FFFFFFF
 } cumem_resource_kind_t;
 
@@ -1846,6 +1847,297 @@ CUMEM_API cumem_status_t cumem_get_log_level(cumem_log_level_t* out_level);
  * the NVTX domain "libcumem", on the calling thread. Whether a tool is
  * attached (NVTX_INJECTION64_PATH set, as Nsight Systems does) is decided at
  * the first such call; without one no NVTX function is ever called. */
+
+/* ------------------------------------------------------------------------ */
+/* Virtual memory: buffers that grow and shrink, shared chunk by chunk       */
+/* ------------------------------------------------------------------------ */
+/*
+ * The virtual resource is cuda.core's VirtualMemoryResource, built on the
+ * driver's virtual memory management (cuMemAddressReserve, cuMemCreate,
+ * cuMemMap, cuMemSetAccess). Each allocation reserves a range of address
+ * space and maps physical memory over its size rounded up to the
+ * granularity (2 MiB on an H200), in chunks of options.chunk_size.
+ *
+ * - Address space: a buffer reserves twice its rounded size (or
+ *   options.reserve_size, when larger), so it can grow to that size in
+ *   place. Address space costs no memory and is plentiful (2^47 bytes or
+ *   more per process).
+ * - Growing (cumem_buffer_resize to a larger size; cuda.core's
+ *   modify_allocation): new chunks are mapped after the old ones; the
+ *   address stays while the reserved range allows, or while the driver can
+ *   reserve the addresses right after it; else the buffer moves to a new
+ *   range of twice the new size, where the same chunks are mapped (no copy:
+ *   the contents stay, and so does every device's access), and its address
+ *   changes. The old addresses stay mapped until the work queued on the
+ *   resize's stream is done, so queued work that uses them still finishes
+ *   correctly; work queued after the resize must use the new address
+ *   (cumem_buffer_ptr). Contents past the old size are undefined.
+ * - Shrinking gives back every chunk that lies wholly past the new rounded
+ *   size (so memory goes back in steps of chunk_size); the address stays.
+ * - Freeing (cumem_buffer_close, cumem_resource_deallocate_raw) and the
+ *   chunks and old addresses given back by a resize are unmapped and
+ *   released after the work queued on the given stream: at once when the
+ *   stream has no work queued, else once an event recorded on it has
+ *   completed. The resource checks its events at each of its calls
+ *   (allocate, free, resize, access), so memory freed on a busy stream goes
+ *   back at the next call after that work ends, or at
+ *   cumem_virtual_resource_release_pending; an allocation or growth that
+ *   runs out of memory first waits for the pending releases and tries
+ *   again. (Not a host function: CUDA forbids the driver calls that unmap
+ *   inside one.) A release ordered on a stream that is capturing a graph is
+ *   refused (CUMEM_ERROR_INVALID_ARGUMENT).
+ * - Allocation is synchronous: the memory is usable on every stream when
+ *   the call returns; the stream argument only becomes the buffer's
+ *   deallocation stream.
+ * - Access: the resource's device and options.peers get access to every
+ *   buffer, present and future (cumem_virtual_resource_set_access changes a
+ *   peer's), and each chunk mapped later gets the same. Host-located memory
+ *   is also made accessible to the host where the driver allows it
+ *   (properties.host_accessible says whether it did).
+ * - Ownership: every reservation, physical chunk and mapping is released
+ *   once and only once whatever sequence of allocate, resize and free
+ *   happens, including failures half-way (each call is all or nothing).
+ * - Properties: kind CUMEM_RESOURCE_VIRTUAL; memory kind device (device
+ *   location) or pinned (host locations); is_stream_ordered true; is_pool
+ *   false; ipc_enabled when handle_types includes CUMEM_IPC_HANDLE_POSIX_FD.
+ *   Statistics count the sizes asked for (a resize moves bytes_in_use by
+ *   the difference); cumem_virtual_statistics_t counts what is mapped.
+ *
+ * Names (cuda.core -> libcumem): VirtualMemoryResource ->
+ * cumem_virtual_resource_create; VirtualMemoryResourceOptions.location_type
+ * -> location; .granularity -> granularity; .handle_type -> handle_types;
+ * .gpu_direct_rdma -> gpu_direct_rdma; .addr_hint -> address_hint;
+ * .addr_align -> alignment; .peers -> peers; .peer_access "r" ->
+ * peers_read_only; modify_allocation(buffer, new_size) ->
+ * cumem_buffer_resize(buffer, new_size, stream).
+ */
+
+/** Which granularity the driver is asked for (cuMemGetAllocationGranularity). */
+typedef enum cumem_granularity_t {
+  CUMEM_GRANULARITY_RECOMMENDED = 0, /**< the driver's recommended, for speed (default) */
+  CUMEM_GRANULARITY_MINIMUM = 1,     /**< the driver's minimum */
+  CUMEM_GRANULARITY_FORCE32 = 0x7FFFFFFF
+} cumem_granularity_t;
+
+/** A device's access to virtual memory (the driver's CU_MEM_ACCESS_FLAGS_PROT_*). */
+typedef enum cumem_access_t {
+  CUMEM_ACCESS_NONE = 0,       /**< no access */
+  CUMEM_ACCESS_READ = 1,       /**< read only */
+  CUMEM_ACCESS_READ_WRITE = 3, /**< read and write */
+  CUMEM_ACCESS_FORCE32 = 0x7FFFFFFF
+} cumem_access_t;
+
+typedef struct cumem_virtual_resource_options_t {
+  uint32_t struct_size;
+  /** Where the physical memory lives: CUMEM_LOCATION_NONE (default): on
+   *  the resource's device; _DEVICE (id must be the resource's device);
+   *  _HOST; _HOST_NUMA (id >= 0). Host memory is pinned memory the device
+   *  reaches. */
+  cumem_location_t location;
+  cumem_granularity_t granularity; /**< default CUMEM_GRANULARITY_RECOMMENDED */
+  /** CUMEM_IPC_HANDLE_POSIX_FD to share buffers with other processes
+   *  (cumem_buffer_get_virtual_ipc_handle), and/or CUMEM_IPC_HANDLE_FABRIC,
+   *  which is used only after creating and releasing one granule with it
+   *  succeeded (it needs an IMEX channel). Default 0: no sharing. */
+  uint32_t handle_types;
+  cumem_bool_t gpu_direct_rdma; /**< GPUDirect RDMA capable chunks; default false */
+  /** Where the first buffer's addresses should start (a hint: the driver
+   *  may place them elsewhere); a multiple of the granularity. Default 0:
+   *  anywhere. */
+  uint64_t address_hint;
+  /** Every buffer's address is a multiple of this power of two. Default 0:
+   *  the granularity (larger values are kept, smaller raised to it). */
+  uint64_t alignment;
+  /** Bytes of the physical chunks buffers are mapped in, rounded up to the
+   *  granularity; a shrink gives memory back in these steps, and mapping
+   *  costs per chunk. Default 0: 20 MiB. */
+  uint64_t chunk_size;
+  /** Address space each buffer reserves at least (rounded up to the
+   *  granularity), so that it can grow that far in place. Default 0: twice
+   *  the buffer's rounded size. */
+  uint64_t reserve_size;
+  /** Devices given access to every buffer besides the resource's own
+   *  (peer_count of them; NULL only with peer_count 0). Default none. */
+  const int32_t* peers;
+  uint32_t peer_count;
+  /** The peers get read access only. Default false: read and write. */
+  cumem_bool_t peers_read_only;
+} cumem_virtual_resource_options_t;
+#define CUMEM_VIRTUAL_RESOURCE_OPTIONS_INIT                                            \
+  { (uint32_t)sizeof(cumem_virtual_resource_options_t), { CUMEM_LOCATION_NONE, 0 },    \
+    CUMEM_GRANULARITY_RECOMMENDED, 0u, CUMEM_FALSE, 0u, 0u, 0u, 0u, NULL, 0u, CUMEM_FALSE }
+CUMEM_API void cumem_virtual_resource_options_init(cumem_virtual_resource_options_t* options);
+
+/** A virtual memory resource for `device` (kept alive), as the section
+ *  above describes. [in][optional] options.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: a location other than NONE, DEVICE, HOST
+ *  or HOST_NUMA, a DEVICE location naming another device, a negative host
+ *  NUMA node, unknown handle_types bits, alignment not 0 or a power of
+ *  two, address_hint not a multiple of the granularity, peers NULL with
+ *  peer_count > 0.
+ *  CUMEM_ERROR_NO_DEVICE: a peer ordinal that does not exist.
+ *  CUMEM_ERROR_NOT_SUPPORTED: the device lacks virtual memory management,
+ *  the location, a handle type or GPUDirect RDMA with virtual memory (the
+ *  message names what); FABRIC was asked for and its one-granule probe
+ *  failed (the message has the driver's error); a peer cannot access the
+ *  device's memory. */
+CUMEM_API cumem_status_t cumem_virtual_resource_create(
+    const cumem_device_t* device, const cumem_virtual_resource_options_t* options,
+    cumem_resource_t** out_resource);
+
+/** Resizes `buffer` to `new_size` bytes (cuda.core's modify_allocation), as
+ *  the section above describes: its contents are kept up to the smaller of
+ *  the two sizes; its address (cumem_buffer_ptr) changes only when it had
+ *  to move. Ordered on `stream` ([in][optional]: NULL means the buffer's
+ *  deallocation stream): old addresses and chunks given back stay mapped
+ *  until the work queued there before the call is done. An empty buffer
+ *  (size 0) gets a new allocation. All or nothing: on failure the buffer
+ *  is as it was (size, address, contents, every device's access; only the
+ *  address space it reserves may stay extended).
+ *  Thread safety: must not race with other calls on the same buffer (as
+ *  cumem_buffer_close).
+ *  CUMEM_ERROR_NOT_SUPPORTED: the buffer is not a whole buffer of a
+ *  virtual resource (a slice, another resource's, one through an adaptor,
+ *  or one mapped from another process). CUMEM_ERROR_INVALID_STATE: a slice
+ *  or a DLPack tensor of the buffer is alive (it would keep the old address
+ *  or size). CUMEM_ERROR_INVALID_ARGUMENT: new_size 0 (close the buffer
+ *  instead), or the resize must release memory (a shrink, a move) ordered
+ *  on a stream that is capturing a graph. CUMEM_ERROR_OUT_OF_MEMORY: the
+ *  new size is more than the location has, or cannot be mapped (after
+ *  waiting for pending releases); the message has both sizes. */
+CUMEM_API cumem_status_t cumem_buffer_resize(cumem_buffer_t* buffer, size_t new_size,
+                                             const cumem_stream_t* stream);
+
+/** Sets `peer`'s access to every buffer of the virtual resource, present
+ *  and future (CUMEM_ACCESS_NONE revokes it). All or nothing: when the
+ *  driver refuses it for one buffer, the others get their previous access
+ *  back. Buffers whose release is pending keep the access they had.
+ *  CUMEM_ERROR_NOT_SUPPORTED: not a virtual resource, or `peer` cannot
+ *  access the memory (no peer path). CUMEM_ERROR_INVALID_ARGUMENT: taking
+ *  read-write access from the resource's own device, or an access value
+ *  not listed. */
+CUMEM_API cumem_status_t cumem_virtual_resource_set_access(cumem_resource_t* resource,
+                                                           const cumem_device_t* peer,
+                                                           cumem_access_t access);
+/** *out_access = `peer`'s access to the virtual resource's buffers.
+ *  CUMEM_ERROR_NOT_SUPPORTED: not a virtual resource. */
+CUMEM_API cumem_status_t cumem_virtual_resource_get_access(const cumem_resource_t* resource,
+                                                           const cumem_device_t* peer,
+                                                           cumem_access_t* out_access);
+
+/** What a virtual resource maps, and how its buffers grew. */
+typedef struct cumem_virtual_statistics_t {
+  uint32_t struct_size;
+  uint32_t reserved0;       /**< written as 0 */
+  uint64_t granularity;     /**< bytes; every mapped size is a multiple */
+  uint64_t chunk_size;      /**< bytes of the chunks buffers are mapped in */
+  uint64_t bytes_mapped;    /**< physical memory held: live buffers' and pending releases' */
+  uint64_t bytes_reserved;  /**< address space reserved by the live buffers */
+  uint64_t bytes_pending;   /**< physical memory released once its stream's work is done */
+  uint64_t grows_in_place;  /**< resizes that grew at the same address */
+  uint64_t grows_moved;     /**< resizes that moved the buffer to a new range */
+  uint64_t shrinks;         /**< resizes that gave chunks back */
+  uint64_t chunks_created;  /**< physical chunks (driver handles) ever made or imported */
+  uint64_t chunks_released; /**< of those, released: the live ones are the difference */
+} cumem_virtual_statistics_t;
+#define CUMEM_VIRTUAL_STATISTICS_INIT \
+  { (uint32_t)sizeof(cumem_virtual_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+
+/** CUMEM_ERROR_NOT_SUPPORTED: not a virtual resource. */
+CUMEM_API cumem_status_t cumem_virtual_resource_get_statistics(
+    const cumem_resource_t* resource, cumem_virtual_statistics_t* stats);
+/** Waits for the work that every pending release waits for (the streams'
+ *  work queued before those frees and resizes), then unmaps and releases
+ *  that memory. CUMEM_ERROR_NOT_SUPPORTED: not a virtual resource. */
+CUMEM_API cumem_status_t cumem_virtual_resource_release_pending(cumem_resource_t* resource);
+
+/*
+ * IPC of a virtual buffer. The buffer's resource must have the POSIX fd
+ * handle type. The exporter makes a virtual IPC handle of the buffer: one
+ * POSIX file descriptor per chunk (cuMemExportToShareableHandle, owned by
+ * the handle) and a descriptor that lists the chunks (their offsets and
+ * sizes), the buffer's size, its location, the exporting device's UUID and
+ * process id, with a CRC-32. It travels with cumem_ipc_send_virtual (or any
+ * channel that carries file descriptors: take the descriptor's bytes and the
+ * fds, and rebuild the handle with cumem_virtual_ipc_handle_from_fds); the
+ * importer maps the chunks into one range of its own
+ * (cumem_buffer_from_virtual_ipc_handle).
+ *
+ * Validation, as for pool descriptors: every field is checked as if the
+ * CRC were absent (magic, version, length, the chunk list contiguous from
+ * offset 0 and summing to the mapped size, sizes at the granularity, the
+ * buffer's size within it, reserved bytes zero), then against the driver:
+ * each fd must import as a chunk (cuMemImportFromShareableHandle), whose
+ * location the driver reports must be the descriptor's, on the importing
+ * device (for device memory its UUID must be the descriptor's), and map at
+ * its offset with its size. A forged or mismatched descriptor is refused
+ * with CUMEM_ERROR_INVALID_ARGUMENT (or CUMEM_ERROR_WRONG_DEVICE) naming the
+ * check, never a crash; whatever was imported or mapped is given back.
+ * Closing the imported buffer unmaps it in the importer; the exporter's
+ * memory lives until every process has unmapped it and the exporter freed
+ * it. Order the two sides' work with an IPC event.
+ */
+
+/** A virtual buffer's chunks as file descriptors, and their descriptor. */
+typedef struct cumem_virtual_ipc_handle_t cumem_virtual_ipc_handle_t;
+
+/** Exports the memory of `buffer` (a whole buffer of a virtual resource
+ *  made with CUMEM_IPC_HANDLE_POSIX_FD) as a new handle owning one
+ *  close-on-exec file descriptor per chunk.
+ *  CUMEM_ERROR_NOT_SUPPORTED: not such a buffer (the message says why), or
+ *  a slice. CUMEM_ERROR_INVALID_ARGUMENT: an empty buffer. */
+CUMEM_API cumem_status_t cumem_buffer_get_virtual_ipc_handle(
+    const cumem_buffer_t* buffer, cumem_virtual_ipc_handle_t** out_handle);
+CUMEM_API cumem_status_t cumem_virtual_ipc_handle_retain(cumem_virtual_ipc_handle_t* handle);
+CUMEM_API cumem_status_t cumem_virtual_ipc_handle_release(cumem_virtual_ipc_handle_t* handle);
+/** The number of file descriptors (one per chunk), at least 1. */
+CUMEM_API cumem_status_t cumem_virtual_ipc_handle_fd_count(
+    const cumem_virtual_ipc_handle_t* handle, uint32_t* out_count);
+/** The file descriptor of chunk `index` (in the descriptor's order),
+ *  borrowed: valid while the handle lives; do not close it.
+ *  CUMEM_ERROR_OUT_OF_RANGE: index >= the count. */
+CUMEM_API cumem_status_t cumem_virtual_ipc_handle_fd(const cumem_virtual_ipc_handle_t* handle,
+                                                     uint32_t index, int32_t* out_fd);
+/** The descriptor's bytes: like snprintf, writes min(capacity, length)
+ *  bytes into `bytes` ([out][optional]: NULL with capacity 0) and sets
+ *  *out_length to the descriptor's full length (100 + 16 per chunk). */
+CUMEM_API cumem_status_t cumem_virtual_ipc_handle_descriptor(
+    const cumem_virtual_ipc_handle_t* handle, uint8_t* bytes, size_t capacity,
+    size_t* out_length);
+/** Rebuilds a handle from a descriptor's `length` bytes and the `count`
+ *  file descriptors that came with it, in the descriptor's order. On
+ *  success the handle owns the fds; on failure the caller still does.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: the descriptor is not valid (the message
+ *  names the check), `count` is not its chunk count, or an fd is not open. */
+CUMEM_API cumem_status_t cumem_virtual_ipc_handle_from_fds(
+    const uint8_t* descriptor, size_t length, const int32_t* fds, uint32_t count,
+    cumem_virtual_ipc_handle_t** out_handle);
+/** Sends the handle over a connected Unix domain socket (SOCK_STREAM or
+ *  SOCK_SEQPACKET), in the messages of cumem_ipc_send: the first carries
+ *  the descriptor (in 160-byte pieces) and the first fd, each next one
+ *  another fd. Blocks until all is sent; one sender per socket at a time.
+ *  CUMEM_ERROR_INVALID_STATE: the peer closed the connection. */
+CUMEM_API cumem_status_t cumem_ipc_send_virtual(int32_t socket,
+                                                const cumem_virtual_ipc_handle_t* handle);
+/** Receives a handle sent by cumem_ipc_send_virtual. Every file descriptor
+ *  received and not handed out is closed. CUMEM_ERROR_INVALID_STATE: the
+ *  peer closed the connection; CUMEM_ERROR_INVALID_ARGUMENT: a malformed
+ *  message or descriptor (after which the connection is out of step:
+ *  close it). */
+CUMEM_API cumem_status_t cumem_ipc_receive_virtual(int32_t socket,
+                                                   cumem_virtual_ipc_handle_t** out_handle);
+/** Maps the memory of another process's virtual buffer into this process,
+ *  on `device` (which gets read-write access), as a buffer of the
+ *  descriptor's size whose resource is a new imported virtual resource
+ *  (properties.is_imported; it cannot allocate). The stream
+ *  ([in][optional]) becomes the buffer's deallocation stream. Closing the
+ *  buffer unmaps it here. The handle may be released afterwards.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: a descriptor or fd the driver refuses (see
+ *  above). CUMEM_ERROR_WRONG_DEVICE: device memory of another device than
+ *  `device`. */
+CUMEM_API cumem_status_t cumem_buffer_from_virtual_ipc_handle(
+    const cumem_device_t* device, const cumem_virtual_ipc_handle_t* handle,
+    const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -120,6 +120,9 @@ inline cumem_program_options_t program_options() noexcept { return CUMEM_PROGRAM
 inline cumem_resource_callbacks_t resource_callbacks() noexcept { return CUMEM_RESOURCE_CALLBACKS_INIT; }
 inline cumem_launch_config_t launch_config() noexcept { return CUMEM_LAUNCH_CONFIG_INIT; }
 inline cumem_dlpack_options_t dlpack_options() noexcept { return CUMEM_DLPACK_OPTIONS_INIT; }
+inline cumem_virtual_resource_options_t virtual_resource_options() noexcept {
+  return CUMEM_VIRTUAL_RESOURCE_OPTIONS_INIT;
+}
 inline cumem_caching_resource_options_t caching_resource_options() noexcept {
   return CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
 }
@@ -142,6 +145,8 @@ template <>
 inline cumem_buffer_info_t init() noexcept { return CUMEM_BUFFER_INFO_INIT; }
 template <>
 inline cumem_kernel_attributes_t init() noexcept { return CUMEM_KERNEL_ATTRIBUTES_INIT; }
+template <>
+inline cumem_virtual_statistics_t init() noexcept { return CUMEM_VIRTUAL_STATISTICS_INIT; }
 }  // namespace detail
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
@@ -225,6 +230,7 @@ Out out(Fn fn, In... in) {
 }  // namespace detail
 
 class Buffer;
+class VirtualIpcHandle;
 
 // ---------------------------------------------------------------------------
 // Devices
@@ -684,6 +690,34 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
         detail::out<cumem_allocation_handle_t*>(cumem_resource_get_allocation_handle, get()));
   }
 
+  // Virtual memory (cuda.core's VirtualMemoryResource): buffers that grow
+  // and shrink with Buffer::resize; see cumem.h's "Virtual memory".
+  static Resource virtual_memory(const Device& device) {
+    return make(cumem_virtual_resource_create, device, nullptr);
+  }
+  static Resource virtual_memory(const Device& device,
+                                 const cumem_virtual_resource_options_t& options) {
+    return make(cumem_virtual_resource_create, device, &options);
+  }
+  // The virtual_* calls throw CUMEM_ERROR_NOT_SUPPORTED unless kind() is
+  // CUMEM_RESOURCE_VIRTUAL. `peer`'s access to every buffer, present and
+  // future (CUMEM_ACCESS_NONE revokes it).
+  void virtual_set_access(const Device& peer, cumem_access_t access) const {
+    check(cumem_virtual_resource_set_access(get(), peer.get(), access));
+  }
+  cumem_access_t virtual_get_access(const Device& peer) const {
+    cumem_access_t a = CUMEM_ACCESS_NONE;
+    check(cumem_virtual_resource_get_access(get(), peer.get(), &a));
+    return a;
+  }
+  cumem_virtual_statistics_t virtual_statistics() const {
+    cumem_virtual_statistics_t s = detail::init<cumem_virtual_statistics_t>();
+    check(cumem_virtual_resource_get_statistics(get(), &s));
+    return s;
+  }
+  // Waits for the work pending frees and resizes wait for, then releases them.
+  void release_pending() const { check(cumem_virtual_resource_release_pending(get())); }
+
  private:
   static Resource import_impl(const cumem_device_t* device, const AllocationHandle& handle) {
     cumem_resource_t* r = nullptr;
@@ -890,6 +924,17 @@ class Buffer : public detail::Handle<Buffer, cumem_buffer_t, cumem_buffer_retain
   IpcDescriptor get_ipc_descriptor() const {
     return detail::out<IpcDescriptor>(cumem_buffer_get_ipc_descriptor, get());
   }
+
+  // Virtual memory: resizes a buffer of a virtual resource (cuda.core's
+  // modify_allocation), ordered on `stream` ({}: the deallocation stream);
+  // ptr() may change. Shares it with another process as its chunks' fds,
+  // and maps another process's (definitions below VirtualIpcHandle).
+  void resize(size_t new_size, StreamRef stream = {}) const {
+    check(cumem_buffer_resize(get(), new_size, stream.get()));
+  }
+  VirtualIpcHandle get_virtual_ipc_handle() const;
+  static Buffer from_virtual_ipc_handle(const Device& device, const VirtualIpcHandle& handle,
+                                        StreamRef stream = {});
 };
 
 inline Buffer Resource::allocate(size_t size, StreamRef stream) const {
@@ -957,6 +1002,68 @@ inline IpcMessage ipc_receive(int32_t socket, uint32_t capacity) {
   m.handle = AllocationHandle(h);
   m.descriptors.resize(count);
   return m;
+}
+
+// ---------------------------------------------------------------------------
+// Virtual memory across processes
+// ---------------------------------------------------------------------------
+
+// A virtual buffer's chunks as file descriptors (owned by the handle) and
+// the descriptor that lists them. Made by Buffer::get_virtual_ipc_handle(),
+// received by ipc_receive_virtual(), or rebuilt with from_fds().
+class VirtualIpcHandle
+    : public detail::Handle<VirtualIpcHandle, cumem_virtual_ipc_handle_t,
+                            cumem_virtual_ipc_handle_retain, cumem_virtual_ipc_handle_release> {
+ public:
+  using Handle::Handle;
+
+  // Rebuilds a handle from a descriptor's bytes and its chunks' file
+  // descriptors, in order. On success the handle owns the fds; when this
+  // throws, the caller still does.
+  static VirtualIpcHandle from_fds(const std::vector<uint8_t>& descriptor,
+                                   const std::vector<int32_t>& fds) {
+    cumem_virtual_ipc_handle_t* h = nullptr;
+    const uint32_t count = fds.size() > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(fds.size());
+    check(cumem_virtual_ipc_handle_from_fds(descriptor.data(), descriptor.size(),
+                                            fds.empty() ? nullptr : fds.data(), count, &h));
+    return VirtualIpcHandle(h);
+  }
+  uint32_t fd_count() const {
+    return detail::out<uint32_t>(cumem_virtual_ipc_handle_fd_count, get());
+  }
+  // Chunk `index`'s file descriptor, borrowed: valid while this handle lives.
+  int32_t fd(uint32_t index) const {
+    return detail::out<int32_t>(cumem_virtual_ipc_handle_fd, get(), index);
+  }
+  // The descriptor's bytes, to send with the fds over another channel.
+  std::vector<uint8_t> descriptor() const {
+    size_t n = 0;
+    check(cumem_virtual_ipc_handle_descriptor(get(), nullptr, 0, &n));
+    std::vector<uint8_t> bytes(n);
+    check(cumem_virtual_ipc_handle_descriptor(get(), bytes.data(), bytes.size(), &n));
+    return bytes;
+  }
+};
+
+inline VirtualIpcHandle Buffer::get_virtual_ipc_handle() const {
+  return VirtualIpcHandle(
+      detail::out<cumem_virtual_ipc_handle_t*>(cumem_buffer_get_virtual_ipc_handle, get()));
+}
+inline Buffer Buffer::from_virtual_ipc_handle(const Device& device, const VirtualIpcHandle& handle,
+                                              StreamRef stream) {
+  cumem_buffer_t* b = nullptr;
+  check(cumem_buffer_from_virtual_ipc_handle(device.get(), handle.get(), stream.get(), &b));
+  return Buffer(b);
+}
+
+// Sends a virtual IPC handle over a connected Unix domain socket (one
+// sender per socket at a time); receives one sent so.
+inline void ipc_send_virtual(int32_t socket, const VirtualIpcHandle& handle) {
+  check(cumem_ipc_send_virtual(socket, handle.get()));
+}
+inline VirtualIpcHandle ipc_receive_virtual(int32_t socket) {
+  return VirtualIpcHandle(
+      detail::out<cumem_virtual_ipc_handle_t*>(cumem_ipc_receive_virtual, socket));
 }
 
 // ---------------------------------------------------------------------------
@@ -1162,6 +1269,7 @@ void launch(const Kernel& kernel, StreamRef stream, const LaunchConfig& config,
 
 static_assert(sizeof(Buffer) == sizeof(void*), "owners are one pointer wide");
 static_assert(sizeof(AllocationHandle) == sizeof(void*), "owners are one pointer wide");
+static_assert(sizeof(VirtualIpcHandle) == sizeof(void*), "owners are one pointer wide");
 static_assert(sizeof(StreamRef) == sizeof(void*), "views are one pointer wide");
 
 }  // namespace cumem

@@ -167,6 +167,23 @@ typedef cumem_status_t (*PFN_cumem_caching_resource_trim)(cumem_resource_t* reso
 typedef cumem_status_t (*PFN_cumem_set_log_callback)(cumem_log_callback_t callback, void* user_data);
 typedef cumem_status_t (*PFN_cumem_set_log_level)(cumem_log_level_t level);
 typedef cumem_status_t (*PFN_cumem_get_log_level)(cumem_log_level_t* out_level);
+typedef void (*PFN_cumem_virtual_resource_options_init)(cumem_virtual_resource_options_t* options);
+typedef cumem_status_t (*PFN_cumem_virtual_resource_create)(const cumem_device_t* device, const cumem_virtual_resource_options_t* options, cumem_resource_t** out_resource);
+typedef cumem_status_t (*PFN_cumem_buffer_resize)(cumem_buffer_t* buffer, size_t new_size, const cumem_stream_t* stream);
+typedef cumem_status_t (*PFN_cumem_virtual_resource_set_access)(cumem_resource_t* resource, const cumem_device_t* peer, cumem_access_t access);
+typedef cumem_status_t (*PFN_cumem_virtual_resource_get_access)(const cumem_resource_t* resource, const cumem_device_t* peer, cumem_access_t* out_access);
+typedef cumem_status_t (*PFN_cumem_virtual_resource_get_statistics)(const cumem_resource_t* resource, cumem_virtual_statistics_t* stats);
+typedef cumem_status_t (*PFN_cumem_virtual_resource_release_pending)(cumem_resource_t* resource);
+typedef cumem_status_t (*PFN_cumem_buffer_get_virtual_ipc_handle)(const cumem_buffer_t* buffer, cumem_virtual_ipc_handle_t** out_handle);
+typedef cumem_status_t (*PFN_cumem_virtual_ipc_handle_retain)(cumem_virtual_ipc_handle_t* handle);
+typedef cumem_status_t (*PFN_cumem_virtual_ipc_handle_release)(cumem_virtual_ipc_handle_t* handle);
+typedef cumem_status_t (*PFN_cumem_virtual_ipc_handle_fd_count)(const cumem_virtual_ipc_handle_t* handle, uint32_t* out_count);
+typedef cumem_status_t (*PFN_cumem_virtual_ipc_handle_fd)(const cumem_virtual_ipc_handle_t* handle, uint32_t index, int32_t* out_fd);
+typedef cumem_status_t (*PFN_cumem_virtual_ipc_handle_descriptor)(const cumem_virtual_ipc_handle_t* handle, uint8_t* bytes, size_t capacity, size_t* out_length);
+typedef cumem_status_t (*PFN_cumem_virtual_ipc_handle_from_fds)(const uint8_t* descriptor, size_t length, const int32_t* fds, uint32_t count, cumem_virtual_ipc_handle_t** out_handle);
+typedef cumem_status_t (*PFN_cumem_ipc_send_virtual)(int32_t socket, const cumem_virtual_ipc_handle_t* handle);
+typedef cumem_status_t (*PFN_cumem_ipc_receive_virtual)(int32_t socket, cumem_virtual_ipc_handle_t** out_handle);
+typedef cumem_status_t (*PFN_cumem_buffer_from_virtual_ipc_handle)(const cumem_device_t* device, const cumem_virtual_ipc_handle_t* handle, const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
 typedef void (*PFN_cumem_caching_resource_options_init)(cumem_caching_resource_options_t* options);
 typedef cumem_status_t (*PFN_cumem_caching_resource_create_with_options)(cumem_resource_t* upstream, const cumem_caching_resource_options_t* options, cumem_resource_t** out_resource);
 
@@ -324,6 +341,23 @@ struct cumem_api_t {
   PFN_cumem_set_log_level cumem_set_log_level;
   PFN_cumem_get_log_level cumem_get_log_level;
   /* version 2 */
+  PFN_cumem_virtual_resource_options_init cumem_virtual_resource_options_init;
+  PFN_cumem_virtual_resource_create cumem_virtual_resource_create;
+  PFN_cumem_buffer_resize cumem_buffer_resize;
+  PFN_cumem_virtual_resource_set_access cumem_virtual_resource_set_access;
+  PFN_cumem_virtual_resource_get_access cumem_virtual_resource_get_access;
+  PFN_cumem_virtual_resource_get_statistics cumem_virtual_resource_get_statistics;
+  PFN_cumem_virtual_resource_release_pending cumem_virtual_resource_release_pending;
+  PFN_cumem_buffer_get_virtual_ipc_handle cumem_buffer_get_virtual_ipc_handle;
+  PFN_cumem_virtual_ipc_handle_retain cumem_virtual_ipc_handle_retain;
+  PFN_cumem_virtual_ipc_handle_release cumem_virtual_ipc_handle_release;
+  PFN_cumem_virtual_ipc_handle_fd_count cumem_virtual_ipc_handle_fd_count;
+  PFN_cumem_virtual_ipc_handle_fd cumem_virtual_ipc_handle_fd;
+  PFN_cumem_virtual_ipc_handle_descriptor cumem_virtual_ipc_handle_descriptor;
+  PFN_cumem_virtual_ipc_handle_from_fds cumem_virtual_ipc_handle_from_fds;
+  PFN_cumem_ipc_send_virtual cumem_ipc_send_virtual;
+  PFN_cumem_ipc_receive_virtual cumem_ipc_receive_virtual;
+  PFN_cumem_buffer_from_virtual_ipc_handle cumem_buffer_from_virtual_ipc_handle;
   PFN_cumem_caching_resource_options_init cumem_caching_resource_options_init;
   PFN_cumem_caching_resource_create_with_options cumem_caching_resource_create_with_options;
 };

@@ -32,6 +32,7 @@ std::shared_ptr<Chunk> Chunk::adopt(std::shared_ptr<const Spec> spec,
 
 Chunk::~Chunk() {
   CUMEM_CU_CLEANUP(cuMemRelease, (handle_), "releasing a physical chunk of virtual memory");
+  spec_->count_chunk_released();
 }
 
 int Chunk::export_fd() const {

@@ -40,7 +40,9 @@ class Chunk {
 
  private:
   Chunk(std::shared_ptr<const Spec> spec, CUmemGenericAllocationHandle handle, size_t size)
-      : spec_(std::move(spec)), handle_(handle), size_(size) {}
+      : spec_(std::move(spec)), handle_(handle), size_(size) {
+    spec_->count_chunk_created();
+  }
 
   std::shared_ptr<const Spec> spec_;
   CUmemGenericAllocationHandle handle_;

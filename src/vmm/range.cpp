@@ -229,6 +229,18 @@ Mappings Range::detach(size_t offset, size_t bytes) {
   return out;
 }
 
+void Range::reattach(Mappings& mappings) {
+  if (mappings.empty()) return;
+  if (mappings.detached_ != detached_)
+    fail(Status::invalid_argument, "mappings detached from another range cannot be put back here");
+  for (const auto& [offset, m] : mappings.mappings_) {
+    detached_->spans.erase(offset);
+    mapped_ += m->size();
+  }
+  mappings_.merge(mappings.mappings_);
+  mappings.reservations_.clear();
+}
+
 void Range::unmap(size_t offset, size_t bytes) {
   Mappings gone = detach(offset, bytes);
   gone.clear();
@@ -329,7 +341,8 @@ std::unique_ptr<Range> Range::remap(size_t size, size_t alignment, CUdeviceptr h
 std::vector<ChunkInfo> Range::chunks() const {
   std::vector<ChunkInfo> out;
   out.reserve(mappings_.size());
-  for (const auto& [offset, m] : mappings_) out.push_back({offset, m->size(), m->chunk()->handle()});
+  for (const auto& [offset, m] : mappings_)
+    out.push_back({offset, m->size(), m->chunk()->handle(), m->chunk()});
   return out;
 }
 

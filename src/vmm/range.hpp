@@ -64,6 +64,8 @@ struct ChunkInfo {
   size_t offset = 0;  // from the range's address()
   size_t size = 0;
   CUmemGenericAllocationHandle handle = 0;  // borrowed: the chunk owns it
+  std::shared_ptr<Chunk> chunk;             // a share of it (to export it, map it elsewhere);
+                                            // the memory lives while the ChunkInfo does
 };
 
 // Offsets of a range still mapped by detached Mappings (shared by the range
@@ -152,6 +154,10 @@ class Range {
   // offset + bytes is invalid_argument (nothing is taken). Holes are fine;
   // an empty result is fine. Never calls the driver.
   Mappings detach(size_t offset, size_t bytes);
+  // Puts mappings detached from this range back (undoing detach(), when
+  // what was to follow it failed); `mappings` is left empty. Mappings of
+  // another range are invalid_argument. Never calls the driver.
+  void reattach(Mappings& mappings);
   // detach(), then unmapped at once.
   void unmap(size_t offset, size_t bytes);
   // Whether every byte of [offset, offset + bytes) is mapped.

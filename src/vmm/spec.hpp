@@ -8,6 +8,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -71,6 +72,12 @@ class Spec {
   size_t round_up(size_t bytes) const;
   // "device 0 memory", "host memory", "host NUMA node 1 memory".
   std::string describe() const;
+  // Chunks of this spec ever made (created or imported) and released: the
+  // driver handles still live are the difference (for statistics and tests).
+  uint64_t chunks_created() const noexcept { return created_.load(std::memory_order_relaxed); }
+  uint64_t chunks_released() const noexcept { return released_.load(std::memory_order_relaxed); }
+  void count_chunk_created() const noexcept { created_.fetch_add(1, std::memory_order_relaxed); }
+  void count_chunk_released() const noexcept { released_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   Spec(Ref<Device> device, const SpecOptions& options, const CUmemAllocationProp& prop,
@@ -81,6 +88,7 @@ class Spec {
   SpecOptions options_;
   CUmemAllocationProp prop_;
   size_t granularity_;
+  mutable std::atomic<uint64_t> created_{0}, released_{0};
 };
 
 }  // namespace cumem::core::vmm

@@ -177,6 +177,56 @@ TEST(NullArguments, NullOutPointersWithLiveHostObjects) {
   cumem_resource_release(res);
 }
 
+// Virtual memory (cumem_virtual_resource_*, cumem_buffer_resize, virtual
+// IPC handles). NULL out-pointers next to live virtual objects need a
+// driver: tests/vmm/test_virtual_resource.cpp checks them on the fake one.
+TEST(NullArguments, VirtualMemory) {
+  cumem_resource_t* res = nullptr;
+  cumem_buffer_t* buf = nullptr;
+  cumem_virtual_ipc_handle_t* handle = nullptr;
+  cumem_access_t access = CUMEM_ACCESS_NONE;
+  cumem_virtual_statistics_t vs = CUMEM_VIRTUAL_STATISTICS_INIT;
+  uint32_t count = 0;
+  int32_t fd = 0;
+  size_t length = 0;
+  const uint8_t bytes[4] = {};
+  const int32_t fds[1] = {0};
+  expect_all({
+      {"cumem_virtual_resource_create", "device", [&] { return cumem_virtual_resource_create(nullptr, nullptr, &res); }},
+      {"cumem_buffer_resize", "buffer", [&] { return cumem_buffer_resize(nullptr, 1, nullptr); }},
+      {"cumem_virtual_resource_set_access", "resource", [&] { return cumem_virtual_resource_set_access(nullptr, nullptr, CUMEM_ACCESS_READ); }},
+      {"cumem_virtual_resource_get_access", "resource", [&] { return cumem_virtual_resource_get_access(nullptr, nullptr, &access); }},
+      {"cumem_virtual_resource_get_statistics", "resource", [&] { return cumem_virtual_resource_get_statistics(nullptr, &vs); }},
+      {"cumem_virtual_resource_release_pending", "resource", [&] { return cumem_virtual_resource_release_pending(nullptr); }},
+      {"cumem_buffer_get_virtual_ipc_handle", "buffer", [&] { return cumem_buffer_get_virtual_ipc_handle(nullptr, &handle); }},
+      {"cumem_virtual_ipc_handle_retain", "handle", [&] { return cumem_virtual_ipc_handle_retain(nullptr); }},
+      {"cumem_virtual_ipc_handle_fd_count", "handle", [&] { return cumem_virtual_ipc_handle_fd_count(nullptr, &count); }},
+      {"cumem_virtual_ipc_handle_fd", "handle", [&] { return cumem_virtual_ipc_handle_fd(nullptr, 0, &fd); }},
+      {"cumem_virtual_ipc_handle_descriptor", "handle", [&] { return cumem_virtual_ipc_handle_descriptor(nullptr, nullptr, 0, &length); }},
+      {"cumem_virtual_ipc_handle_from_fds", "descriptor", [&] { return cumem_virtual_ipc_handle_from_fds(nullptr, 0, fds, 1, &handle); }},
+      {"cumem_virtual_ipc_handle_from_fds", "fds", [&] { return cumem_virtual_ipc_handle_from_fds(bytes, sizeof bytes, nullptr, 1, &handle); }},
+      {"cumem_virtual_ipc_handle_from_fds", "out_handle", [&] { return cumem_virtual_ipc_handle_from_fds(bytes, sizeof bytes, fds, 1, nullptr); }},
+      {"cumem_ipc_send_virtual", "handle", [&] { return cumem_ipc_send_virtual(0, nullptr); }},
+      {"cumem_ipc_receive_virtual", "out_handle", [&] { return cumem_ipc_receive_virtual(0, nullptr); }},
+      {"cumem_buffer_from_virtual_ipc_handle", "device", [&] { return cumem_buffer_from_virtual_ipc_handle(nullptr, nullptr, nullptr, &buf); }},
+  });
+  EXPECT_EQ(cumem_virtual_ipc_handle_release(nullptr), CUMEM_SUCCESS) << "release(NULL) is fine";
+  cumem_virtual_resource_options_init(nullptr);  // does nothing
+
+  // Out-pointers checked before the buffer's resource is (a host buffer).
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &res));
+  CUMEM_ASSERT_OK(cumem_resource_allocate(res, 16, nullptr, &buf));
+  expect_all({
+      {"cumem_buffer_get_virtual_ipc_handle", "out_handle", [&] { return cumem_buffer_get_virtual_ipc_handle(buf, nullptr); }},
+  });
+  CUMEM_EXPECT_ERROR(cumem_buffer_resize(buf, 32, nullptr), CUMEM_ERROR_NOT_SUPPORTED,
+                     "only buffers allocated from a virtual memory resource can be resized");
+  CUMEM_EXPECT_ERROR(cumem_virtual_resource_get_statistics(res, &vs), CUMEM_ERROR_NOT_SUPPORTED,
+                     "is not a virtual memory resource");
+  cumem_buffer_release(buf);
+  cumem_resource_release(res);
+}
+
 // The caching adaptor's options (table version 2).
 TEST(NullArguments, CachingResourceWithOptions) {
   cumem_resource_t* host = nullptr;

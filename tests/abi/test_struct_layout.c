@@ -186,6 +186,34 @@ _Static_assert(offsetof(cumem_launch_config_t, grid) == 4, "cumem_launch_config_
 _Static_assert(offsetof(cumem_launch_config_t, block) == 16, "cumem_launch_config_t.block moved");
 _Static_assert(offsetof(cumem_launch_config_t, shared_memory_bytes) == 28, "cumem_launch_config_t.shared_memory_bytes moved");
 _Static_assert(offsetof(cumem_launch_config_t, cluster) == 32, "cumem_launch_config_t.cluster moved");
+_Static_assert(sizeof(cumem_virtual_resource_options_t) == 72, "cumem_virtual_resource_options_t changed size");
+_Static_assert(sizeof(cumem_virtual_resource_options_t) == sizeof(((cumem_virtual_resource_options_t*)0)->struct_size) + sizeof(((cumem_virtual_resource_options_t*)0)->location) + sizeof(((cumem_virtual_resource_options_t*)0)->granularity) + sizeof(((cumem_virtual_resource_options_t*)0)->handle_types) + sizeof(((cumem_virtual_resource_options_t*)0)->gpu_direct_rdma) + sizeof(((cumem_virtual_resource_options_t*)0)->address_hint) + sizeof(((cumem_virtual_resource_options_t*)0)->alignment) + sizeof(((cumem_virtual_resource_options_t*)0)->chunk_size) + sizeof(((cumem_virtual_resource_options_t*)0)->reserve_size) + sizeof(((cumem_virtual_resource_options_t*)0)->peers) + sizeof(((cumem_virtual_resource_options_t*)0)->peer_count) + sizeof(((cumem_virtual_resource_options_t*)0)->peers_read_only), "cumem_virtual_resource_options_t has padding: add a reserved field (cumem.h conventions)");
+_Static_assert(offsetof(cumem_virtual_resource_options_t, struct_size) == 0, "cumem_virtual_resource_options_t.struct_size moved");
+_Static_assert(offsetof(cumem_virtual_resource_options_t, location) == 4, "cumem_virtual_resource_options_t.location moved");
+_Static_assert(offsetof(cumem_virtual_resource_options_t, granularity) == 12, "cumem_virtual_resource_options_t.granularity moved");
+_Static_assert(offsetof(cumem_virtual_resource_options_t, handle_types) == 16, "cumem_virtual_resource_options_t.handle_types moved");
+_Static_assert(offsetof(cumem_virtual_resource_options_t, gpu_direct_rdma) == 20, "cumem_virtual_resource_options_t.gpu_direct_rdma moved");
+_Static_assert(offsetof(cumem_virtual_resource_options_t, address_hint) == 24, "cumem_virtual_resource_options_t.address_hint moved");
+_Static_assert(offsetof(cumem_virtual_resource_options_t, alignment) == 32, "cumem_virtual_resource_options_t.alignment moved");
+_Static_assert(offsetof(cumem_virtual_resource_options_t, chunk_size) == 40, "cumem_virtual_resource_options_t.chunk_size moved");
+_Static_assert(offsetof(cumem_virtual_resource_options_t, reserve_size) == 48, "cumem_virtual_resource_options_t.reserve_size moved");
+_Static_assert(offsetof(cumem_virtual_resource_options_t, peers) == 56, "cumem_virtual_resource_options_t.peers moved");
+_Static_assert(offsetof(cumem_virtual_resource_options_t, peer_count) == 64, "cumem_virtual_resource_options_t.peer_count moved");
+_Static_assert(offsetof(cumem_virtual_resource_options_t, peers_read_only) == 68, "cumem_virtual_resource_options_t.peers_read_only moved");
+_Static_assert(sizeof(cumem_virtual_statistics_t) == 88, "cumem_virtual_statistics_t changed size");
+_Static_assert(sizeof(cumem_virtual_statistics_t) == sizeof(((cumem_virtual_statistics_t*)0)->struct_size) + sizeof(((cumem_virtual_statistics_t*)0)->reserved0) + sizeof(((cumem_virtual_statistics_t*)0)->granularity) + sizeof(((cumem_virtual_statistics_t*)0)->chunk_size) + sizeof(((cumem_virtual_statistics_t*)0)->bytes_mapped) + sizeof(((cumem_virtual_statistics_t*)0)->bytes_reserved) + sizeof(((cumem_virtual_statistics_t*)0)->bytes_pending) + sizeof(((cumem_virtual_statistics_t*)0)->grows_in_place) + sizeof(((cumem_virtual_statistics_t*)0)->grows_moved) + sizeof(((cumem_virtual_statistics_t*)0)->shrinks) + sizeof(((cumem_virtual_statistics_t*)0)->chunks_created) + sizeof(((cumem_virtual_statistics_t*)0)->chunks_released), "cumem_virtual_statistics_t has padding: add a reserved field (cumem.h conventions)");
+_Static_assert(offsetof(cumem_virtual_statistics_t, struct_size) == 0, "cumem_virtual_statistics_t.struct_size moved");
+_Static_assert(offsetof(cumem_virtual_statistics_t, reserved0) == 4, "cumem_virtual_statistics_t.reserved0 moved");
+_Static_assert(offsetof(cumem_virtual_statistics_t, granularity) == 8, "cumem_virtual_statistics_t.granularity moved");
+_Static_assert(offsetof(cumem_virtual_statistics_t, chunk_size) == 16, "cumem_virtual_statistics_t.chunk_size moved");
+_Static_assert(offsetof(cumem_virtual_statistics_t, bytes_mapped) == 24, "cumem_virtual_statistics_t.bytes_mapped moved");
+_Static_assert(offsetof(cumem_virtual_statistics_t, bytes_reserved) == 32, "cumem_virtual_statistics_t.bytes_reserved moved");
+_Static_assert(offsetof(cumem_virtual_statistics_t, bytes_pending) == 40, "cumem_virtual_statistics_t.bytes_pending moved");
+_Static_assert(offsetof(cumem_virtual_statistics_t, grows_in_place) == 48, "cumem_virtual_statistics_t.grows_in_place moved");
+_Static_assert(offsetof(cumem_virtual_statistics_t, grows_moved) == 56, "cumem_virtual_statistics_t.grows_moved moved");
+_Static_assert(offsetof(cumem_virtual_statistics_t, shrinks) == 64, "cumem_virtual_statistics_t.shrinks moved");
+_Static_assert(offsetof(cumem_virtual_statistics_t, chunks_created) == 72, "cumem_virtual_statistics_t.chunks_created moved");
+_Static_assert(offsetof(cumem_virtual_statistics_t, chunks_released) == 80, "cumem_virtual_statistics_t.chunks_released moved");
 
 #endif
 

@@ -228,6 +228,19 @@ TEST(ZeroDefaults, CallbackResourceZeroFilledIsHostMemory) {
                      "callbacks->memory_kind 4 is not a cumem_memory_kind_t");
 }
 
+// Virtual memory (cumem_virtual_resource_*): its options and statistics.
+TEST(ZeroDefaults, VirtualMemoryStructsAreZeroFilled) {
+  EXPECT_TRUE(same_bytes(from_init(cumem_virtual_resource_options_init),
+                         zero_filled<cumem_virtual_resource_options_t>()));
+  EXPECT_TRUE(same_bytes(
+      CUMEM_FROM_MACRO(cumem_virtual_resource_options_t, CUMEM_VIRTUAL_RESOURCE_OPTIONS_INIT),
+      zero_filled<cumem_virtual_resource_options_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_virtual_statistics_t, CUMEM_VIRTUAL_STATISTICS_INIT),
+                         zero_filled<cumem_virtual_statistics_t>()));
+  EXPECT_EQ(static_cast<int>(CUMEM_GRANULARITY_RECOMMENDED), 0) << "the default granularity";
+  EXPECT_EQ(static_cast<int>(CUMEM_ACCESS_NONE), 0);
+}
+
 // The caching adaptor's options (table version 2): the _init function and
 // the macro give the zero-filled struct, which is the plain cache; a page
 // size without expandable is refused, naming both fields.

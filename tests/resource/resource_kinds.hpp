@@ -153,6 +153,19 @@ inline ResourceKind managed_kind(std::string name, bool use_pool) {
   return k;
 }
 
+// Device memory from a virtual memory resource (cuMemCreate + cuMemMap;
+// every allocation a reserved range), with its default options.
+inline ResourceKind virtual_kind(std::string name) {
+  ResourceKind k = gpu_kind(std::move(name), CUMEM_RESOURCE_VIRTUAL, CUMEM_MEMORY_DEVICE, false,
+                            DeviceTie::device, FreeOrder::stream_ordered);
+  k.make = [](cumem_device_t* device) {
+    return make_with([&](cumem_resource_t** out) {
+      return cumem_virtual_resource_create(device, nullptr, out);
+    });
+  };
+  return k;
+}
+
 // Makes an adaptor over `upstream` (the upstream stays the caller's).
 using AdaptorCreate =
     std::function<cumem_status_t(cumem_resource_t* upstream, cumem_resource_t** out)>;

@@ -17,7 +17,8 @@ __all__ = [
     "CumemError", "Device", "Stream", "Resource", "Buffer", "from_dlpack", "device_count",
     "driver_version", "version", "library_path", "set_framework_resource", "framework_resource",
     "DLDeviceType", "Program", "Library", "Kernel", "launch", "launch_config",
-    "kernel_arguments", "nvrtc_version",
+    "kernel_arguments", "nvrtc_version", "VirtualIpcHandle", "ipc_send_virtual",
+    "ipc_receive_virtual",
 ]
 
 _V = ctypes.c_void_p
@@ -240,6 +241,42 @@ class Resource(_Handle):
         _check(lib.cumem_resource_get_properties(self.handle, ctypes.byref(p)))
         return {k: getattr(p, k) for k, _ in p._fields_ if k != "struct_size"}
 
+    # Virtual memory (cuda.core's VirtualMemoryResource; cumem.h "Virtual memory").
+    @classmethod
+    def virtual_memory(cls, device=0, **options):
+        """Buffers that grow and shrink (Buffer.resize). Options, with
+        cuda.core's names: location_type ("device", "host", "host_numa"),
+        location_id (the NUMA node), granularity ("recommended", "minimum"),
+        handle_type (None, "posix_fd", "fabric" or a list), gpu_direct_rdma,
+        addr_hint, addr_align, peers (device ordinals), peer_access ("rw",
+        "r"); and libcumem's chunk_size and reserve_size (bytes, 0: default)."""
+        from . import _virtual
+        d = _device(device)
+        o, keep = _virtual.options(d, **options)
+        handle = _out(lib.cumem_virtual_resource_create, d.handle, ctypes.byref(o))
+        del keep  # the peers were copied
+        return cls(handle, (d,))
+
+    def virtual_set_access(self, peer, access):
+        """`peer`'s access to every buffer, present and future: "rw", "r" or None."""
+        from . import _virtual
+        _virtual.set_access(self, peer, access)
+
+    def virtual_get_access(self, peer):
+        from . import _virtual
+        return _virtual.get_access(self, peer)
+
+    def virtual_statistics(self):
+        """What a virtual resource maps: granularity, chunk_size, bytes_mapped,
+        bytes_reserved, bytes_pending, grows_in_place, grows_moved, shrinks,
+        chunks_created, chunks_released."""
+        from . import _virtual
+        return _virtual.statistics(self)
+
+    def release_pending(self):
+        """Waits for the work pending frees and resizes wait for, then releases them."""
+        _check(lib.cumem_virtual_resource_release_pending(self.handle))
+
 
 def set_framework_resource(device, resource):
     """The resource cumem_torch_alloc / cumem_cupy_malloc use for `device`
@@ -293,5 +330,6 @@ def set_log_callback(fn):
 
 
 from ._dlpack import Buffer, from_dlpack  # noqa: E402  (needs the names above)
+from ._virtual import VirtualIpcHandle, ipc_receive_virtual, ipc_send_virtual  # noqa: E402
 from ._program import (  # noqa: E402
     Kernel, Library, Program, kernel_arguments, launch, launch_config, nvrtc_version)

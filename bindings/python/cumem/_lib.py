@@ -103,6 +103,27 @@ class LaunchConfig(ctypes.Structure):
                 ("cluster", ctypes.c_uint32 * 3)]
 
 
+class Location(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int32), ("id", ctypes.c_int32)]
+
+
+class VirtualResourceOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("location", Location),
+                ("granularity", ctypes.c_int32), ("handle_types", ctypes.c_uint32),
+                ("gpu_direct_rdma", ctypes.c_uint32), ("address_hint", ctypes.c_uint64),
+                ("alignment", ctypes.c_uint64), ("chunk_size", ctypes.c_uint64),
+                ("reserve_size", ctypes.c_uint64), ("peers", ctypes.POINTER(ctypes.c_int32)),
+                ("peer_count", ctypes.c_uint32), ("peers_read_only", ctypes.c_uint32)]
+
+
+class VirtualStatistics(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("reserved0", ctypes.c_uint32)] + [
+        (n, ctypes.c_uint64) for n in ("granularity", "chunk_size", "bytes_mapped",
+                                       "bytes_reserved", "bytes_pending", "grows_in_place",
+                                       "grows_moved", "shrinks", "chunks_created",
+                                       "chunks_released")]
+
+
 def _declare(name, restype, *argtypes):
     fn = getattr(lib, name)
     fn.restype = restype
@@ -178,6 +199,24 @@ for _name, _res, _args in [
     ("cumem_kernel_release", _S, [V]),
     ("cumem_launch_config_init", None, [ctypes.POINTER(LaunchConfig)]),
     ("cumem_launch", _S, [V, V, ctypes.POINTER(LaunchConfig), ctypes.POINTER(V), ctypes.c_uint32]),
+    # Virtual memory (_virtual.py).
+    ("cumem_virtual_resource_create", _S, [V, ctypes.POINTER(VirtualResourceOptions), c_void_pp]),
+    ("cumem_buffer_resize", _S, [V, ctypes.c_size_t, V]),
+    ("cumem_virtual_resource_set_access", _S, [V, V, ctypes.c_int32]),
+    ("cumem_virtual_resource_get_access", _S, [V, V, ctypes.POINTER(ctypes.c_int32)]),
+    ("cumem_virtual_resource_get_statistics", _S, [V, ctypes.POINTER(VirtualStatistics)]),
+    ("cumem_virtual_resource_release_pending", _S, [V]),
+    ("cumem_buffer_get_virtual_ipc_handle", _S, [V, c_void_pp]),
+    ("cumem_virtual_ipc_handle_release", _S, [V]),
+    ("cumem_virtual_ipc_handle_fd_count", _S, [V, ctypes.POINTER(ctypes.c_uint32)]),
+    ("cumem_virtual_ipc_handle_fd", _S, [V, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int32)]),
+    ("cumem_virtual_ipc_handle_descriptor", _S, [V, V, ctypes.c_size_t,
+                                                 ctypes.POINTER(ctypes.c_size_t)]),
+    ("cumem_virtual_ipc_handle_from_fds", _S, [V, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int32),
+                                               ctypes.c_uint32, c_void_pp]),
+    ("cumem_ipc_send_virtual", _S, [ctypes.c_int32, V]),
+    ("cumem_ipc_receive_virtual", _S, [ctypes.c_int32, c_void_pp]),
+    ("cumem_buffer_from_virtual_ipc_handle", _S, [V, V, V, c_void_pp]),
 ]:
     _declare(_name, _res, *_args)
 

@@ -1047,3 +1047,160 @@ extern "C" {
     pub fn cumem_set_log_level(level: cumem_log_level_t) -> cumem_status_t;
     pub fn cumem_get_log_level(out_level: *mut cumem_log_level_t) -> cumem_status_t;
 }
+
+// ---------------------------------------------------------------------------
+// Virtual memory (cumem.h "Virtual memory"): growable buffers, their IPC
+// ---------------------------------------------------------------------------
+
+pub const CUMEM_RESOURCE_VIRTUAL: cumem_resource_kind_t = 14;
+
+pub type cumem_granularity_t = i32;
+pub const CUMEM_GRANULARITY_RECOMMENDED: cumem_granularity_t = 0;
+pub const CUMEM_GRANULARITY_MINIMUM: cumem_granularity_t = 1;
+
+pub type cumem_access_t = i32;
+pub const CUMEM_ACCESS_NONE: cumem_access_t = 0;
+pub const CUMEM_ACCESS_READ: cumem_access_t = 1;
+pub const CUMEM_ACCESS_READ_WRITE: cumem_access_t = 3;
+
+opaque!(cumem_virtual_ipc_handle_t);
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_virtual_resource_options_t {
+    pub struct_size: u32,
+    pub location: cumem_location_t,
+    pub granularity: cumem_granularity_t,
+    pub handle_types: u32,
+    pub gpu_direct_rdma: cumem_bool_t,
+    pub address_hint: u64,
+    pub alignment: u64,
+    pub chunk_size: u64,
+    pub reserve_size: u64,
+    pub peers: *const i32,
+    pub peer_count: u32,
+    pub peers_read_only: cumem_bool_t,
+}
+impl Default for cumem_virtual_resource_options_t {
+    /// CUMEM_VIRTUAL_RESOURCE_OPTIONS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            location: cumem_location_t { type_: CUMEM_LOCATION_NONE, id: 0 },
+            granularity: CUMEM_GRANULARITY_RECOMMENDED,
+            handle_types: 0,
+            gpu_direct_rdma: CUMEM_FALSE,
+            address_hint: 0,
+            alignment: 0,
+            chunk_size: 0,
+            reserve_size: 0,
+            peers: core::ptr::null(),
+            peer_count: 0,
+            peers_read_only: CUMEM_FALSE,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_virtual_statistics_t {
+    pub struct_size: u32,
+    pub reserved0: u32,
+    pub granularity: u64,
+    pub chunk_size: u64,
+    pub bytes_mapped: u64,
+    pub bytes_reserved: u64,
+    pub bytes_pending: u64,
+    pub grows_in_place: u64,
+    pub grows_moved: u64,
+    pub shrinks: u64,
+    pub chunks_created: u64,
+    pub chunks_released: u64,
+}
+impl Default for cumem_virtual_statistics_t {
+    /// CUMEM_VIRTUAL_STATISTICS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            reserved0: 0,
+            granularity: 0,
+            chunk_size: 0,
+            bytes_mapped: 0,
+            bytes_reserved: 0,
+            bytes_pending: 0,
+            grows_in_place: 0,
+            grows_moved: 0,
+            shrinks: 0,
+            chunks_created: 0,
+            chunks_released: 0,
+        }
+    }
+}
+
+extern "C" {
+    pub fn cumem_virtual_resource_options_init(options: *mut cumem_virtual_resource_options_t);
+    pub fn cumem_virtual_resource_create(
+        device: *const cumem_device_t,
+        options: *const cumem_virtual_resource_options_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_resize(
+        buffer: *mut cumem_buffer_t,
+        new_size: usize,
+        stream: *const cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_resource_set_access(
+        resource: *mut cumem_resource_t,
+        peer: *const cumem_device_t,
+        access: cumem_access_t,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_resource_get_access(
+        resource: *const cumem_resource_t,
+        peer: *const cumem_device_t,
+        out_access: *mut cumem_access_t,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_resource_get_statistics(
+        resource: *const cumem_resource_t,
+        stats: *mut cumem_virtual_statistics_t,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_resource_release_pending(resource: *mut cumem_resource_t) -> cumem_status_t;
+    pub fn cumem_buffer_get_virtual_ipc_handle(
+        buffer: *const cumem_buffer_t,
+        out_handle: *mut *mut cumem_virtual_ipc_handle_t,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_ipc_handle_retain(handle: *mut cumem_virtual_ipc_handle_t) -> cumem_status_t;
+    pub fn cumem_virtual_ipc_handle_release(handle: *mut cumem_virtual_ipc_handle_t) -> cumem_status_t;
+    pub fn cumem_virtual_ipc_handle_fd_count(
+        handle: *const cumem_virtual_ipc_handle_t,
+        out_count: *mut u32,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_ipc_handle_fd(
+        handle: *const cumem_virtual_ipc_handle_t,
+        index: u32,
+        out_fd: *mut i32,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_ipc_handle_descriptor(
+        handle: *const cumem_virtual_ipc_handle_t,
+        bytes: *mut u8,
+        capacity: usize,
+        out_length: *mut usize,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_ipc_handle_from_fds(
+        descriptor: *const u8,
+        length: usize,
+        fds: *const i32,
+        count: u32,
+        out_handle: *mut *mut cumem_virtual_ipc_handle_t,
+    ) -> cumem_status_t;
+    pub fn cumem_ipc_send_virtual(socket: i32, handle: *const cumem_virtual_ipc_handle_t) -> cumem_status_t;
+    pub fn cumem_ipc_receive_virtual(
+        socket: i32,
+        out_handle: *mut *mut cumem_virtual_ipc_handle_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_from_virtual_ipc_handle(
+        device: *const cumem_device_t,
+        handle: *const cumem_virtual_ipc_handle_t,
+        stream: *const cumem_stream_t,
+        out_buffer: *mut *mut cumem_buffer_t,
+    ) -> cumem_status_t;
+}

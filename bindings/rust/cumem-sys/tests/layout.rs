@@ -141,6 +141,21 @@ fn layouts() -> Vec<Layout> {
             struct_size => struct_size, grid => grid, block => block,
             shared_memory_bytes => shared_memory_bytes, cluster => cluster,
         }),
+        // Virtual memory.
+        layout!(cumem_virtual_resource_options_t {
+            struct_size => struct_size, location => location, granularity => granularity,
+            handle_types => handle_types, gpu_direct_rdma => gpu_direct_rdma,
+            address_hint => address_hint, alignment => alignment, chunk_size => chunk_size,
+            reserve_size => reserve_size, peers => peers, peer_count => peer_count,
+            peers_read_only => peers_read_only,
+        }),
+        layout!(cumem_virtual_statistics_t {
+            struct_size => struct_size, reserved0 => reserved0, granularity => granularity,
+            chunk_size => chunk_size, bytes_mapped => bytes_mapped, bytes_reserved => bytes_reserved,
+            bytes_pending => bytes_pending, grows_in_place => grows_in_place,
+            grows_moved => grows_moved, shrinks => shrinks, chunks_created => chunks_created,
+            chunks_released => chunks_released,
+        }),
     ]
 }
 
@@ -319,6 +334,8 @@ fn defaults_init_functions_and_zero_filled_structs_are_the_same_bytes() {
     same!(cumem_caching_resource_options_t, cumem_caching_resource_options_init);
     same!(cumem_buffer_info_t);
     same!(cumem_kernel_attributes_t);
+    same!(cumem_virtual_resource_options_t, cumem_virtual_resource_options_init);
+    same!(cumem_virtual_statistics_t);
 }
 
 #[test]

@@ -653,3 +653,239 @@ impl Drop for Buffer {
         unsafe { sys::cumem_buffer_release(self.raw.as_ptr()) };
     }
 }
+
+// ---------------------------------------------------------------------------
+// Virtual memory (cumem.h "Virtual memory"): buffers that grow and shrink
+// ---------------------------------------------------------------------------
+
+/// Options of a virtual memory resource, in `cumem_virtual_resource_options_t`'s
+/// terms (cuda.core's `VirtualMemoryResourceOptions`); `Default` is every
+/// default: device memory at the recommended granularity, no IPC, 20 MiB chunks.
+#[derive(Clone, Debug)]
+pub struct VirtualOptions {
+    /// `CUMEM_LOCATION_NONE` (the resource's device), `_DEVICE`, `_HOST` or `_HOST_NUMA`.
+    pub location: sys::cumem_location_t,
+    pub granularity: sys::cumem_granularity_t,
+    /// `CUMEM_IPC_HANDLE_POSIX_FD` and/or `CUMEM_IPC_HANDLE_FABRIC` (after its probe).
+    pub handle_types: u32,
+    pub gpu_direct_rdma: bool,
+    pub address_hint: u64,
+    pub alignment: u64,
+    pub chunk_size: u64,
+    pub reserve_size: u64,
+    /// Device ordinals given access besides the resource's own.
+    pub peers: Vec<i32>,
+    pub peers_read_only: bool,
+}
+
+impl Default for VirtualOptions {
+    fn default() -> Self {
+        VirtualOptions {
+            location: sys::cumem_location_t { type_: sys::CUMEM_LOCATION_NONE, id: 0 },
+            granularity: sys::CUMEM_GRANULARITY_RECOMMENDED,
+            handle_types: 0,
+            gpu_direct_rdma: false,
+            address_hint: 0,
+            alignment: 0,
+            chunk_size: 0,
+            reserve_size: 0,
+            peers: Vec::new(),
+            peers_read_only: false,
+        }
+    }
+}
+
+/// A device's access to virtual memory (`cumem_access_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    None,
+    Read,
+    ReadWrite,
+}
+
+impl Access {
+    fn raw(self) -> sys::cumem_access_t {
+        match self {
+            Access::None => sys::CUMEM_ACCESS_NONE,
+            Access::Read => sys::CUMEM_ACCESS_READ,
+            Access::ReadWrite => sys::CUMEM_ACCESS_READ_WRITE,
+        }
+    }
+}
+
+/// `cumem_virtual_statistics_t` without its header fields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VirtualStatistics {
+    pub granularity: u64,
+    pub chunk_size: u64,
+    pub bytes_mapped: u64,
+    pub bytes_reserved: u64,
+    pub bytes_pending: u64,
+    pub grows_in_place: u64,
+    pub grows_moved: u64,
+    pub shrinks: u64,
+    pub chunks_created: u64,
+    pub chunks_released: u64,
+}
+
+impl Resource {
+    /// A virtual memory resource for `device` (cuda.core's `VirtualMemoryResource`).
+    pub fn virtual_memory(device: &Device, options: &VirtualOptions) -> Result<Resource> {
+        let o = sys::cumem_virtual_resource_options_t {
+            location: options.location,
+            granularity: options.granularity,
+            handle_types: options.handle_types,
+            gpu_direct_rdma: options.gpu_direct_rdma as u32,
+            address_hint: options.address_hint,
+            alignment: options.alignment,
+            chunk_size: options.chunk_size,
+            reserve_size: options.reserve_size,
+            peers: if options.peers.is_empty() { ptr::null() } else { options.peers.as_ptr() },
+            peer_count: options.peers.len() as u32,
+            peers_read_only: options.peers_read_only as u32,
+            ..Default::default()
+        };
+        // SAFETY: live device; the options and the peers outlive the call
+        // (libcumem copies them).
+        Self::make(|out| unsafe { sys::cumem_virtual_resource_create(device.raw.as_ptr(), &o, out) })
+    }
+
+    /// `peer`'s access to every buffer of a virtual resource, present and future.
+    pub fn virtual_set_access(&self, peer: &Device, access: Access) -> Result<()> {
+        // SAFETY: live resource and device.
+        check(unsafe { sys::cumem_virtual_resource_set_access(self.raw.as_ptr(), peer.raw.as_ptr(), access.raw()) })
+    }
+
+    pub fn virtual_get_access(&self, peer: &Device) -> Result<Access> {
+        let mut a = sys::CUMEM_ACCESS_NONE;
+        // SAFETY: live resource and device, valid out pointer.
+        check(unsafe { sys::cumem_virtual_resource_get_access(self.raw.as_ptr(), peer.raw.as_ptr(), &mut a) })?;
+        Ok(match a {
+            sys::CUMEM_ACCESS_READ => Access::Read,
+            sys::CUMEM_ACCESS_READ_WRITE => Access::ReadWrite,
+            _ => Access::None,
+        })
+    }
+
+    pub fn virtual_statistics(&self) -> Result<VirtualStatistics> {
+        let mut s = sys::cumem_virtual_statistics_t::default();
+        // SAFETY: live resource; struct_size set by Default.
+        check(unsafe { sys::cumem_virtual_resource_get_statistics(self.raw.as_ptr(), &mut s) })?;
+        Ok(VirtualStatistics {
+            granularity: s.granularity,
+            chunk_size: s.chunk_size,
+            bytes_mapped: s.bytes_mapped,
+            bytes_reserved: s.bytes_reserved,
+            bytes_pending: s.bytes_pending,
+            grows_in_place: s.grows_in_place,
+            grows_moved: s.grows_moved,
+            shrinks: s.shrinks,
+            chunks_created: s.chunks_created,
+            chunks_released: s.chunks_released,
+        })
+    }
+
+    /// Waits for the work pending frees and resizes wait for, then releases them.
+    pub fn release_pending(&self) -> Result<()> {
+        // SAFETY: live resource.
+        check(unsafe { sys::cumem_virtual_resource_release_pending(self.raw.as_ptr()) })
+    }
+}
+
+impl Buffer {
+    /// Resizes a buffer of a virtual resource to `new_size` bytes, contents
+    /// kept (cuda.core's `modify_allocation`); `ptr()` may change. Ordered
+    /// on `stream` (None: the deallocation stream).
+    pub fn resize(&mut self, new_size: usize, stream: Option<&Stream>) -> Result<()> {
+        // SAFETY: live handle; `&mut self` keeps other calls on this buffer
+        // from racing with the resize (the header's rule).
+        check(unsafe { sys::cumem_buffer_resize(self.raw.as_ptr(), new_size, opt_stream(stream)) })
+    }
+
+    /// This virtual buffer's chunks as file descriptors, for another process.
+    pub fn get_virtual_ipc_handle(&self) -> Result<VirtualIpcHandle> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::cumem_buffer_get_virtual_ipc_handle(self.raw.as_ptr(), &mut raw) })?;
+        Ok(VirtualIpcHandle { raw: non_null(raw) })
+    }
+
+    /// Maps another process's virtual buffer on `device`.
+    pub fn from_virtual_ipc_handle(device: &Device, handle: &VirtualIpcHandle, stream: Option<&Stream>) -> Result<Buffer> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: live device and handle, optional live stream.
+        check(unsafe {
+            sys::cumem_buffer_from_virtual_ipc_handle(device.raw.as_ptr(), handle.raw.as_ptr(), opt_stream(stream), &mut raw)
+        })?;
+        Ok(Buffer { raw: non_null(raw) })
+    }
+}
+
+/// A virtual buffer's chunks as file descriptors (owned, closed on `Drop`)
+/// and the descriptor that lists them.
+#[derive(Debug)]
+pub struct VirtualIpcHandle {
+    raw: NonNull<sys::cumem_virtual_ipc_handle_t>,
+}
+// SAFETY: the handle is immutable once made; every call only reads it.
+unsafe impl Send for VirtualIpcHandle {}
+unsafe impl Sync for VirtualIpcHandle {}
+
+impl VirtualIpcHandle {
+    /// Rebuilds a handle from a descriptor's bytes and its chunks' fds, in
+    /// order. On success the handle owns the fds; on error the caller still does.
+    pub fn from_fds(descriptor: &[u8], fds: &[i32]) -> Result<VirtualIpcHandle> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: the slices are valid for their lengths during the call.
+        check(unsafe {
+            sys::cumem_virtual_ipc_handle_from_fds(descriptor.as_ptr(), descriptor.len(), fds.as_ptr(), fds.len() as u32, &mut raw)
+        })?;
+        Ok(VirtualIpcHandle { raw: non_null(raw) })
+    }
+
+    /// The chunks' file descriptors, borrowed: valid while the handle lives.
+    pub fn fds(&self) -> Result<Vec<i32>> {
+        let mut n = 0u32;
+        // SAFETY: live handle, valid out pointers.
+        check(unsafe { sys::cumem_virtual_ipc_handle_fd_count(self.raw.as_ptr(), &mut n) })?;
+        (0..n)
+            .map(|i| {
+                let mut fd = -1;
+                check(unsafe { sys::cumem_virtual_ipc_handle_fd(self.raw.as_ptr(), i, &mut fd) })?;
+                Ok(fd)
+            })
+            .collect()
+    }
+
+    /// The descriptor's bytes.
+    pub fn descriptor(&self) -> Result<Vec<u8>> {
+        let mut n = 0usize;
+        // SAFETY: live handle; NULL with capacity 0 asks for the length.
+        check(unsafe { sys::cumem_virtual_ipc_handle_descriptor(self.raw.as_ptr(), ptr::null_mut(), 0, &mut n) })?;
+        let mut bytes = vec![0u8; n];
+        // SAFETY: `bytes` has room for n bytes.
+        check(unsafe { sys::cumem_virtual_ipc_handle_descriptor(self.raw.as_ptr(), bytes.as_mut_ptr(), n, &mut n) })?;
+        Ok(bytes)
+    }
+
+    /// Sends the handle over a connected Unix domain socket (its fd).
+    pub fn send(&self, socket: i32) -> Result<()> {
+        // SAFETY: live handle; the socket is the caller's.
+        check(unsafe { sys::cumem_ipc_send_virtual(socket, self.raw.as_ptr()) })
+    }
+
+    /// Receives a handle sent by `send`.
+    pub fn receive(socket: i32) -> Result<VirtualIpcHandle> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: valid out pointer; the socket is the caller's.
+        check(unsafe { sys::cumem_ipc_receive_virtual(socket, &mut raw) })?;
+        Ok(VirtualIpcHandle { raw: non_null(raw) })
+    }
+}
+
+impl Drop for VirtualIpcHandle {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference.
+        unsafe { sys::cumem_virtual_ipc_handle_release(self.raw.as_ptr()) };
+    }
+}
