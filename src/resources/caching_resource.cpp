@@ -107,19 +107,15 @@ using BlockOn = std::pair<Block, Ref<Stream>>;
 
 class CachingResource final : public Adaptor, public Caching {
  public:
-  CachingResource(Ref<Resource> upstream, const CachingOptions& options)
+  // `pages`: where an expandable cache maps its pages; null for the plain cache.
+  CachingResource(Ref<Resource> upstream, std::unique_ptr<PageSource> pages)
       : Adaptor(std::move(upstream), ResourceKind::caching),
-        stream_ordered_(this->upstream().properties().stream_ordered) {
-    if (!options.expandable) {
+        stream_ordered_(this->upstream().properties().stream_ordered),
+        pages_(std::move(pages)) {
+    if (!pages_) {
       central_.segments = std::make_unique<Segments>();
       return;
     }
-    if (this->upstream().properties().memory_kind != MemoryKind::device || !device_)
-      fail(Status::not_supported,
-           "expandable segments are device memory, and " + this->upstream().describe() +
-               " is not: make the expandable cache over a device resource");
-    pages_ = device_pages(Ref<Device>::share(const_cast<Device*>(device_.get())),
-                          options.page_size);
     auto expandable = std::make_unique<ExpandableSegments>(*pages_);
     expandable_ = expandable.get();
     central_.segments = std::move(expandable);
@@ -513,7 +509,17 @@ class CachingResource final : public Adaptor, public Caching {
 }  // namespace
 
 Ref<Resource> create_caching_resource(Ref<Resource> upstream, const CachingOptions& options) {
-  return Ref<Resource>::adopt(new CachingResource(std::move(upstream), options));
+  // Checked before the object is made, so that nothing half-made is left.
+  std::unique_ptr<PageSource> pages;
+  if (options.expandable) {
+    const Device* device = upstream->device();
+    if (upstream->properties().memory_kind != MemoryKind::device || !device)
+      fail(Status::not_supported, "expandable segments are device memory, and " +
+                                      upstream->describe() +
+                                      " is not: make the expandable cache over a device resource");
+    pages = device_pages(Ref<Device>::share(const_cast<Device*>(device)), options.page_size);
+  }
+  return Ref<Resource>::adopt(new CachingResource(std::move(upstream), std::move(pages)));
 }
 
 }  // namespace cumem::core

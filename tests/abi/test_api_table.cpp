@@ -1,7 +1,6 @@
 // cumem_get_api: every member of the table is the function of its name,
 // the header fields say what the table is, and versions this library does
 // not have give NULL with a message.
-#include <cstddef>
 #include <cstring>
 #include <string>
 

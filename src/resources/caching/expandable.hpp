@@ -47,7 +47,7 @@ class ExpandableSegments : public Segments {
   // Destroys the ranges, unmapping their pages, except ranges with pieces
   // still handed out (the user's, allocated and never freed): those stay
   // mapped for as long as the process lives (leaked_bytes() says how much).
-  ~ExpandableSegments();
+  ~ExpandableSegments() override;
 
   // Maps pages for a block of `rounded` bytes (a multiple of kMinBlock) on
   // stream `key`: at the lowest address of that stream's ranges where pages

@@ -56,7 +56,9 @@ class Segments {
   Segments() = default;
   Segments(const Segments&) = delete;
   Segments& operator=(const Segments&) = delete;
-  ~Segments();  // forgets the pieces (the memory is the adaptor's to give back)
+  // Forgets the pieces (the memory is the adaptor's to give back). Virtual:
+  // the adaptor holds ExpandableSegments as Segments.
+  virtual ~Segments();
 
   // A new segment of `size` bytes at `ptr`, whose first `rounded` bytes are
   // handed out now; the rest, if any, is free on `key`. True when a free

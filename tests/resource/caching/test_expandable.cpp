@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,24 @@ struct Calls {
   }
 };
 
+class RecordingRange;
+
+// The ranges not destroyed yet (the segments leave a range with blocks in
+// use mapped on purpose; the test destroys those itself).
+struct LiveRanges {
+  std::set<RecordingRange*> ranges;
+};
+
 class RecordingRange final : public PageRange {
  public:
-  RecordingRange(Calls& calls, int number, uint64_t size, uint64_t page)
-      : calls_(calls), number_(number), size_(size), page_(page) {}
-  ~RecordingRange() override { calls_.log.push_back("free R" + std::to_string(number_)); }
+  RecordingRange(Calls& calls, LiveRanges& live, int number, uint64_t size, uint64_t page)
+      : calls_(calls), live_(live), number_(number), size_(size), page_(page) {
+    live_.ranges.insert(this);
+  }
+  ~RecordingRange() override {
+    live_.ranges.erase(this);
+    calls_.log.push_back("free R" + std::to_string(number_));
+  }
   // Never touched: 16 TiB apart, so ranges never overlap.
   char* base() const override { return reinterpret_cast<char*>(uintptr_t(number_) << 44); }
   uint64_t size() const override { return size_; }
@@ -69,6 +83,7 @@ class RecordingRange final : public PageRange {
     EXPECT_LE(offset + bytes, size_);
   }
   Calls& calls_;
+  LiveRanges& live_;
   int number_;
   uint64_t size_, page_;
   std::map<uint64_t, bool> mapped_;
@@ -77,12 +92,19 @@ class RecordingRange final : public PageRange {
 class RecordingPages final : public PageSource {
  public:
   RecordingPages(Calls& calls, uint64_t page, uint64_t range) : calls_(calls), page_(page), range_(range) {}
+  // Destroys the ranges the segments left (blocks in use); returns how many.
+  size_t destroy_left() {
+    const std::set<RecordingRange*> left = live.ranges;
+    for (RecordingRange* r : left) delete r;
+    return left.size();
+  }
+  LiveRanges live;
   uint64_t page_size() const override { return page_; }
   uint64_t range_size() const override { return range_; }
   std::unique_ptr<PageRange> reserve(uint64_t bytes) override {
     ++ranges_;
     calls_.log.push_back("reserve R" + std::to_string(ranges_) + " " + std::to_string(bytes / MiB));
-    return std::make_unique<RecordingRange>(calls_, ranges_, bytes, page_);
+    return std::make_unique<RecordingRange>(calls_, live, ranges_, bytes, page_);
   }
 
  private:
@@ -96,9 +118,16 @@ char* at(int n, uint64_t mib) { return reinterpret_cast<char*>(uintptr_t(n) << 4
 
 class Expandable : public ::testing::Test {
  protected:
+  // Tests may end with blocks in use: the segments then leave their ranges
+  // mapped, and the test destroys them here.
+  void TearDown() override {
+    owned.reset();
+    pages.destroy_left();
+  }
   Calls calls;
   RecordingPages pages{calls, 20 * MiB, 1000 * MiB};
-  ExpandableSegments segments{pages};
+  std::unique_ptr<ExpandableSegments> owned = std::make_unique<ExpandableSegments>(pages);
+  ExpandableSegments& segments = *owned;
 
   // A large block for stream `key`, as the adaptor asks: free pieces
   // first, then new pages.
@@ -288,6 +317,7 @@ TEST_F(Expandable, ARangeWithBlocksInUseOutlivesTheSegments) {
     local.take();
     s.reset();
     EXPECT_EQ(local.take(), "free R2") << "the range with a block in use is left mapped";
+    EXPECT_EQ(source.destroy_left(), 1u);
   }
 }
 

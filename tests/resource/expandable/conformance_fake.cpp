@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "../conformance.hpp"
+#include "fake_vmm.hpp"
 
 namespace {
 
@@ -38,6 +39,18 @@ const ResourceKind fake_kinds[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(FakeVmm, ResourceConformance, ::testing::ValuesIn(fake_kinds), kind_name);
+
+// A device of 4 GiB, so that each stream's range reserves 4.5 GiB of the
+// fake's address arena rather than 90 GiB (the default 80 GiB device).
+class SmallFakeDevice : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    FakeVmm fake;
+    ASSERT_EQ(fake.missing(), "");
+    fake.set_memory(uint64_t{4} << 30);
+  }
+};
+const auto* const small_fake_device = ::testing::AddGlobalTestEnvironment(new SmallFakeDevice);
 
 }  // namespace
 
