@@ -12,6 +12,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -214,6 +216,32 @@ void host_pairs(benchmark::State& state, bool caching) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The getters a dashboard or PyTorch's memory_stats polls: statistics and
+// properties of a resource that 1 (Arg 1) or 16 (Arg 16) threads have used.
+void getters(benchmark::State& state, bool statistics) {
+  cumem_resource_t* r = host_resource(true);
+  std::vector<std::thread> users;
+  for (int64_t t = 1; t < state.range(0); ++t)
+    users.emplace_back([r] {
+      void* p = nullptr;
+      if (cumem_resource_allocate_raw(r, 64, nullptr, &p) == CUMEM_SUCCESS)
+        cumem_resource_deallocate_raw(r, p, 64, nullptr);
+    });
+  for (auto& u : users) u.join();
+  cumem_resource_statistics_t s = CUMEM_RESOURCE_STATISTICS_INIT;
+  cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
+  for (auto _ : state) {
+    const cumem_status_t st = statistics ? cumem_resource_get_statistics(r, &s)
+                                         : cumem_resource_get_properties(r, &p);
+    if (st != CUMEM_SUCCESS) {
+      state.SkipWithError(cumem_last_error_message());
+      break;
+    }
+    benchmark::DoNotOptimize(s);
+    benchmark::DoNotOptimize(p);
+  }
+}
+
 // Device-to-device copies of 1 GiB; bytes/s counts the bytes copied.
 void copy_d2d(benchmark::State& state, bool through_cumem) {
   if (!usable(state)) return;
@@ -259,6 +287,8 @@ BENCHMARK_CAPTURE(threads_pairs, driver_pool, false)->ThreadRange(1, 16)->UseRea
 BENCHMARK_CAPTURE(threads_pairs, caching, true)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK_CAPTURE(host_pairs, host, false)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK_CAPTURE(host_pairs, caching_over_host, true)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK_CAPTURE(getters, statistics, true)->Arg(1)->Arg(16);
+BENCHMARK_CAPTURE(getters, properties, false)->Arg(1)->Arg(16);
 BENCHMARK_CAPTURE(copy_d2d, driver, false)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(copy_d2d, cumem, true)->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -172,9 +172,13 @@ inline std::string version_text() {
 //    our part and say so in struct_size.
 inline size_t check_struct_size(const void* user, uint32_t size, const StructLayout& layout,
                                 const char* name, Direction direction) {
-  const std::string argument =
-      std::string("argument '") + name + "' (" + layout.type_name + ") has struct_size " +
-      std::to_string(size);
+  // The common case, a caller built with this header: nothing to check.
+  if (size == layout.size) return layout.size;
+  // Messages are built only on the way to a failure.
+  const auto argument = [&] {
+    return std::string("argument '") + name + "' (" + layout.type_name + ") has struct_size " +
+           std::to_string(size);
+  };
   const char* fix = direction == Direction::in
                         ? "fill it with its _INIT macro or _init() function"
                         : "set it to sizeof the struct (or use its _INIT macro)";
@@ -182,20 +186,20 @@ inline size_t check_struct_size(const void* user, uint32_t size, const StructLay
   // caller sets struct_size: say so rather than only "too small".
   if (size == 0)
     fail(Status::invalid_argument,
-         argument + ": the struct looks zero-filled (struct_size was never set); set struct_size "
+         argument() + ": the struct looks zero-filled (struct_size was never set); set struct_size "
                     "to sizeof(" + layout.type_name + ") (" + std::to_string(layout.size) +
              " bytes in this libcumem) or fill it with " + layout.initializer +
              " (every other field may stay 0: zero means the default)");
   if (size < min_struct_size)
-    fail(Status::invalid_argument, argument + ", below the 4 bytes of struct_size itself; " + fix);
+    fail(Status::invalid_argument, argument() + ", below the 4 bytes of struct_size itself; " + fix);
   if (size > max_struct_size)
-    fail(Status::invalid_argument, argument + ", above " + std::to_string(max_struct_size) +
+    fail(Status::invalid_argument, argument() + ", above " + std::to_string(max_struct_size) +
                                        ", more than any version of the struct will need (is it "
                                        "initialised?); " + fix);
   const Coverage c = coverage(layout, size);
   if (c.cut)
     fail(Status::invalid_argument,
-         argument + ", which ends inside its field '" + c.cut->name + "' (bytes " +
+         argument() + ", which ends inside its field '" + c.cut->name + "' (bytes " +
              std::to_string(c.cut->offset) + ".." + std::to_string(c.cut->end() - 1) +
              "); struct_size must end at a field's end: " + fix);
   if (direction == Direction::in && size > layout.size) {
@@ -203,7 +207,7 @@ inline size_t check_struct_size(const void* user, uint32_t size, const StructLay
     for (size_t i = layout.size; i < size; ++i) {
       if (bytes[i] == 0) continue;
       fail(Status::not_supported,
-           argument + ", larger than this library's " + std::to_string(layout.size) +
+           argument() + ", larger than this library's " + std::to_string(layout.size) +
                ", and its bytes " + std::to_string(layout.size) + ".." +
                std::to_string(size - 1) + " are not all zero (byte " + std::to_string(i) +
                " is " + std::to_string(bytes[i]) +

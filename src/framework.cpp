@@ -30,10 +30,13 @@ struct Slot {
   uint64_t fallback_version = 0;
 };
 
+// `stream` is held so that a stream libcumem created outlives the
+// allocation made on it (the free may be ordered after its work); null is
+// the legacy default stream.
 struct Record {
   Ref<Resource> resource;
   size_t size = 0;
-  CUstream stream = nullptr;
+  Ref<Stream> stream;
 };
 
 struct Shard {
@@ -96,10 +99,6 @@ Ref<Resource> make_default(Ref<Resource> upstream, const Ref<Resource>& kept,
                                      "'; it must be 'device', 'caching' or unset");
 }
 
-bool same_stream(CUstream a, CUstream b) {
-  auto norm = [](CUstream s) { return s ? s : CU_STREAM_LEGACY; };
-  return norm(a) == norm(b);
-}
 
 std::string pointer_text(void* ptr) {
   char buf[32];
@@ -152,12 +151,12 @@ Ref<Resource> get_resource(int device) {
 void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
   if (size == 0) return nullptr;
   Ref<Resource> r = resource ? Ref<Resource>::share(resource) : get_resource(device);
-  const Ref<Stream> s = native_stream(r->device(), stream);
+  Ref<Stream> s = native_stream(r->device(), stream);
   void* ptr = r->allocate_raw(size, s.get());
   try {
     Shard& shard = shard_of(ptr);
     std::lock_guard<std::mutex> lock(shard.mutex);
-    const bool inserted = shard.records.emplace(ptr, Record{r, size, stream}).second;
+    const bool inserted = shard.records.emplace(ptr, Record{r, size, s}).second;
     if (!inserted)
       fail(Status::internal, "the resource handed out " + pointer_text(ptr) +
                                  ", which is still allocated by the framework entry points");
@@ -188,15 +187,16 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
     shard.records.erase(it);
   }
   try {
-    const CUstream free_stream = stream_given ? stream : record.stream;
-    const Ref<Stream> s = native_stream(record.resource->device(), free_stream);
-    if (!same_stream(free_stream, record.stream)) {
+    const Ref<Stream> s = stream_given ? native_stream(record.resource->device(), stream)
+                                       : record.stream;
+    const CUstream allocated_on = native_or_legacy(record.stream.get());
+    const CUstream freed_on = native_or_legacy(s.get());
+    if (freed_on != allocated_on) {
       const Device* device = s ? &s->device() : record.resource->device();
-      // Should the event fail (the allocating stream is gone), the whole
-      // device is waited for.
+      // The record keeps a stream libcumem created alive, so the event can
+      // be recorded on it; should that fail anyway, the device is waited for.
       if (device)
-        order_or_synchronize(*device, record.stream ? record.stream : CU_STREAM_LEGACY,
-                             free_stream ? free_stream : CU_STREAM_LEGACY,
+        order_or_synchronize(*device, allocated_on, freed_on,
                              "ordering a free after the allocating stream's work");
     }
     record.resource->deallocate_raw(ptr, record.size, s.get());

@@ -8,12 +8,23 @@ namespace {
 
 constexpr int kEntries = 16;
 
+// One native handle this thread has seen. A stream libcumem created is
+// found through Stream::owner_of and held weakly (`owned`, with its serial):
+// the cache must not keep it alive after its user released it. Any other
+// CUstream gets a non-owning wrapper that the cache holds (`foreign`).
+// Both are valid while Stream::epoch() is what it was when the entry was
+// made: no stream libcumem created has come or gone since, so a weakly held
+// one still lives and a foreign handle still is not one of libcumem's.
+struct Entry {
+  CUstream native = nullptr;
+  const Device* device = nullptr;
+  uint64_t epoch = 0;
+  const Stream* owned = nullptr;
+  uint64_t serial = 0;
+  Ref<Stream> foreign;
+};
+
 struct Cache {
-  struct Entry {
-    CUstream native = nullptr;
-    const Device* device = nullptr;
-    Ref<Stream> stream;
-  };
   Entry entries[kEntries];
   int next = 0;  // the entry replaced on a miss (round robin)
 };
@@ -40,22 +51,56 @@ Ref<Device> device_of(CUstream native) {
                               " is not one of the driver's devices");
 }
 
+// The owning stream of a cached entry, if it still is the one cached.
+Ref<Stream> retain_owned(const Entry& e) {
+  if (!e.owned->try_retain()) return nullptr;
+  Ref<Stream> s = Ref<Stream>::adopt(const_cast<Stream*>(e.owned));
+  if (s->serial() != e.serial || s->native() != e.native) return nullptr;  // a reused slot
+  return s;
+}
+
 }  // namespace
 
 Ref<Stream> native_stream(const Device* device, CUstream native) {
   if (!native || native == CU_STREAM_LEGACY) return nullptr;
   thread_local Cache cache;
-  for (auto& e : cache.entries)
-    if (e.native == native && e.device == device && e.stream) return e.stream;
-  Ref<Device> owner =
-      device ? Ref<Device>::share(const_cast<Device*>(device)) : device_of(native);
-  Ref<Stream> stream = native == CU_STREAM_PER_THREAD ? Stream::per_thread_default(owner)
-                                                      : Stream::wrap(owner, native);
-  Cache::Entry& e = cache.entries[cache.next];
-  cache.next = (cache.next + 1) % kEntries;
-  e.native = native;
-  e.device = device;
-  e.stream = stream;
+  const uint64_t epoch = Stream::epoch();
+  Entry* slot = nullptr;
+  for (Entry& e : cache.entries) {
+    if (e.native != native || e.device != device) continue;
+    if (e.epoch == epoch) {
+      if (e.foreign) return e.foreign;
+      if (Ref<Stream> s = retain_owned(e)) return s;
+    }
+    slot = &e;  // stale: made again below
+    break;
+  }
+  if (!slot) {
+    slot = &cache.entries[cache.next];
+    cache.next = (cache.next + 1) % kEntries;
+  }
+  *slot = Entry{};
+  Ref<Stream> stream;
+  if (native != CU_STREAM_PER_THREAD) stream = Stream::owner_of(native);
+  if (stream) {
+    if (device && &stream->device() != device)
+      fail(Status::wrong_device, "the native stream belongs to " + stream->device().describe() +
+                                     ", not to " + device->describe());
+  } else {
+    Ref<Device> owner =
+        device ? Ref<Device>::share(const_cast<Device*>(device)) : device_of(native);
+    stream = native == CU_STREAM_PER_THREAD ? Stream::per_thread_default(owner)
+                                            : Stream::wrap(owner, native);
+  }
+  slot->native = native;
+  slot->device = device;
+  slot->epoch = epoch;
+  if (stream->owned()) {
+    slot->owned = stream.get();
+    slot->serial = stream->serial();
+  } else {
+    slot->foreign = stream;
+  }
   return stream;
 }
 

@@ -13,9 +13,12 @@ namespace cumem::core {
 
 // The Stream for `native` on `device` (null: find the stream's device from
 // the driver), or null for NULL and CU_STREAM_LEGACY, which the core reads
-// as the legacy default stream. The wrapper is cached on this thread (16
-// entries, round robin); a hit costs one uncontended reference count. The
-// first use of a stream on a thread checks its device (wrong_device).
+// as the legacy default stream. For a stream libcumem created, that is the
+// owning object itself, so that whoever holds the result keeps the CUstream
+// alive; for any other, a non-owning wrapper. Either is cached on this
+// thread (16 entries, round robin, checked against Stream::epoch()); a hit
+// costs one uncontended reference count. The first use of a stream on a
+// thread checks its device (wrong_device).
 Ref<Stream> native_stream(const Device* device, CUstream native);
 
 }  // namespace cumem::core

@@ -23,6 +23,7 @@ enum class Status : int32_t {
   compilation = 13,
   not_found = 14,
   invalid_launch_config = 15,
+  out_of_resources = 16,
   internal = 99,
 };
 

@@ -1,12 +1,50 @@
 #include "stream.hpp"
 
+#include <atomic>
 #include <cstdio>
+#include <mutex>
+#include <unordered_map>
 
 #include "driver/driver.hpp"
 #include "error.hpp"
 #include "log.hpp"
 
 namespace cumem::core {
+namespace {
+
+// The streams libcumem created, by CUstream. Never destroyed: streams can
+// outlive static destructors.
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<CUstream, const Stream*> owned;
+};
+Registry& registry() {
+  static Registry* r = new Registry;
+  return *r;
+}
+std::atomic<uint64_t> epoch_counter{1};
+std::atomic<uint64_t> serial_counter{1};
+
+}  // namespace
+
+Stream::Stream(Ref<Device> device, CUstream handle, bool owned, Ref<Stream> keep)
+    : Object(Tag::stream),
+      device_(std::move(device)),
+      handle_(handle),
+      owned_(owned),
+      serial_(serial_counter.fetch_add(1, std::memory_order_relaxed)),
+      keep_(std::move(keep)) {}
+
+uint64_t Stream::epoch() noexcept { return epoch_counter.load(std::memory_order_acquire); }
+
+Ref<Stream> Stream::owner_of(CUstream native) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.owned.find(native);
+  // A stream whose last reference is going is no owner any more.
+  if (it == r.owned.end() || !it->second->try_retain()) return nullptr;
+  return Ref<Stream>::adopt(const_cast<Stream*>(it->second));
+}
 
 Ref<Stream> Stream::create(Ref<Device> device, bool nonblocking, int priority,
                            PriorityMode mode) {
@@ -26,23 +64,43 @@ Ref<Stream> Stream::create(Ref<Device> device, bool nonblocking, int priority,
   const unsigned flags = nonblocking ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT;
   CUMEM_CU(cuStreamCreateWithPriority, (&handle, flags, priority),
            "creating a stream on " + device->describe());
-  return Ref<Stream>::adopt(new Stream(std::move(device), handle, true));
+  Ref<Stream> stream;
+  try {
+    stream = Ref<Stream>::adopt(new Stream(std::move(device), handle, true));
+  } catch (...) {
+    CUMEM_CU_CLEANUP(cuStreamDestroy, (handle), "destroying a stream that could not be wrapped");
+    throw;
+  }
+  Registry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    // A handle the driver reuses replaces the entry of a stream destroyed
+    // outside libcumem (a wrapped one); libcumem's own leave it first.
+    r.owned[handle] = stream.get();
+  }
+  epoch_counter.fetch_add(1, std::memory_order_acq_rel);
+  return stream;
 }
 
 Ref<Stream> Stream::wrap(Ref<Device> device, CUstream native) {
   if (!native)
     fail(Status::invalid_argument,
          "cannot wrap a NULL CUstream; use the legacy default stream instead");
-  const auto& drv = driver::get();
-  if (drv.cuStreamGetDevice_fn) {
-    CUdevice owner = 0;
+  // A stream libcumem created stays alive as long as a wrapper of it.
+  Ref<Stream> owner = owner_of(native);
+  if (owner) {
+    if (&owner->device() != device.get())
+      fail(Status::wrong_device, "the stream to wrap belongs to " + owner->device().describe() +
+                                     ", not to " + device->describe());
+  } else if (driver::get().cuStreamGetDevice_fn) {
+    CUdevice dev = 0;
     ScopedContext scope(*device);
-    CUMEM_CU(cuStreamGetDevice, (native, &owner), "finding the device of a foreign stream");
-    if (owner != device->native())
+    CUMEM_CU(cuStreamGetDevice, (native, &dev), "finding the device of a foreign stream");
+    if (dev != device->native())
       fail(Status::wrong_device, "the stream to wrap belongs to CUdevice " +
-                                     std::to_string(owner) + ", not to " + device->describe());
+                                     std::to_string(dev) + ", not to " + device->describe());
   }
-  return Ref<Stream>::adopt(new Stream(std::move(device), native, false));
+  return Ref<Stream>::adopt(new Stream(std::move(device), native, false, std::move(owner)));
 }
 
 Ref<Stream> Stream::legacy_default(Ref<Device> device) {
@@ -55,6 +113,13 @@ Ref<Stream> Stream::per_thread_default(Ref<Device> device) {
 
 Stream::~Stream() {
   if (owned_) {
+    {
+      Registry& r = registry();
+      std::lock_guard<std::mutex> lock(r.mutex);
+      auto it = r.owned.find(handle_);
+      if (it != r.owned.end() && it->second == this) r.owned.erase(it);
+    }
+    epoch_counter.fetch_add(1, std::memory_order_acq_rel);
     // A destructor cannot report (failures go to the log); the driver frees
     // the stream's resources once its work is done.
     try {

@@ -1,5 +1,14 @@
 // A CUDA stream of one device: owned (destroyed with the object), wrapped
 // (someone else's CUstream), or one of the device's default streams.
+//
+// Lifetime rule: whatever records a stream to use it later (a buffer's
+// deallocation stream, a cached block, a framework allocation) holds a
+// Ref<Stream>. A stream libcumem created is destroyed only with its last
+// reference, so a recorded stream is never used after its CUstream was
+// destroyed. Owned streams are registered by CUstream (owner_of), so that
+// code given only the native handle of one (the native and framework entry
+// points, cumem_stream_wrap) reaches the owning object and keeps it alive.
+// A CUstream libcumem did not create is the caller's to keep valid.
 #pragma once
 
 #include <cuda.h>
@@ -30,15 +39,28 @@ class Stream : public Object {
   void wait(const Stream& other) const;
   // "stream 0x1234 of device 0" for messages.
   std::string describe() const;
+  // A number no other Stream object of the process ever has (slots of the
+  // slab are reused; this tells a reused slot from the object once there).
+  uint64_t serial() const noexcept { return serial_; }
+  bool owned() const noexcept { return owned_; }
+
+  // The live stream libcumem created for `native`, with a reference for
+  // the caller; null when libcumem did not create it (or it is gone).
+  static Ref<Stream> owner_of(CUstream native);
+  // Changes whenever libcumem creates or destroys a stream: a cache of
+  // native handles that saw the same epoch needs no new lookup.
+  static uint64_t epoch() noexcept;
 
  private:
-  Stream(Ref<Device> device, CUstream handle, bool owned)
-      : Object(Tag::stream), device_(std::move(device)), handle_(handle), owned_(owned) {}
+  Stream(Ref<Device> device, CUstream handle, bool owned, Ref<Stream> keep = nullptr);
   ~Stream() override;
 
   Ref<Device> device_;
   CUstream handle_;
   bool owned_;
+  uint64_t serial_;
+  // A wrapper of a CUstream that libcumem created keeps that stream alive.
+  Ref<Stream> keep_;
 };
 
 // The native handle of an optional stream: the legacy default stream for

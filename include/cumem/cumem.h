@@ -130,12 +130,25 @@
  *    pointer that never was a libcumem handle; racing the last release of
  *    a handle with another call on it; a raw allocation freed with a size
  *    other than its own (a size above the resource's largest allocation
- *    is detected); kernel arguments that do not match the kernel.
+ *    is detected everywhere, every wrong size by the aligned adaptor and
+ *    the framework entry points, which keep a record of each allocation);
+ *    kernel arguments that do not match the kernel.
  *  - The CUDA driver reports some errors as "sticky": after a kernel fault
  *    (illegal address, trap, assert) the device's context is lost, and every
  *    later call that uses it fails with CUMEM_ERROR_DRIVER whose message says
  *    so; releasing objects still works. The process must exit and start
  *    again to use that device.
+ *  - fork(): CUDA does not survive it. In a child forked after this process
+ *    made its first CUDA call through libcumem, every call that needs the
+ *    driver fails with CUMEM_ERROR_NO_DRIVER ("CUDA cannot be used in a
+ *    process forked after CUDA was initialised; use exec or fork first"),
+ *    and objects inherited from the parent are released without driver
+ *    calls. What needs no driver works in such a child: the host resource
+ *    and its adaptors, buffers of host memory (copies and fills with a NULL
+ *    stream), the host shared resource and its import, IPC descriptors,
+ *    allocation handles and cumem_ipc_send / cumem_ipc_receive. A child
+ *    forked before the first CUDA call, or one that execs, uses CUDA as any
+ *    process does.
  */
 #ifndef CUMEM_CUMEM_H
 #define CUMEM_CUMEM_H
@@ -232,6 +245,11 @@ typedef enum cumem_status_t {
   CUMEM_ERROR_NOT_FOUND = 14,
   /** A launch configuration breaks a device or kernel limit (named). */
   CUMEM_ERROR_INVALID_LAUNCH_CONFIG = 15,
+  /** A limit of the system other than memory ran out: file descriptors
+   *  (RLIMIT_NOFILE or the system's table), memory mappings; the message
+   *  names the limit. Freeing some (closing handles) and calling again can
+   *  succeed. (Since 1.1.) */
+  CUMEM_ERROR_OUT_OF_RESOURCES = 16,
   /** A bug in libcumem: an unexpected exception was caught. */
   CUMEM_ERROR_INTERNAL = 99,
   CUMEM_STATUS_FORCE32 = 0x7FFFFFFF
@@ -643,7 +661,9 @@ typedef struct cumem_resource_properties_t {
  *  thread; with several threads it is never above the true peak and may
  *  miss it, for each other thread that allocates or frees, by up to 2 MiB
  *  or twice the largest allocation the resource has made, whichever is
- *  more, and at most 256 MiB. */
+ *  more, and at most 256 MiB. Allocations of size 0 (which hold no memory
+ *  and give NULL) are not counted. Reading costs a few cache lines (the
+ *  counters of the threads that used the resource): poll it freely. */
 typedef struct cumem_resource_statistics_t {
   uint32_t struct_size;
   uint32_t reserved0;
@@ -768,8 +788,14 @@ CUMEM_API cumem_status_t cumem_legacy_device_resource_create(const cumem_device_
  *  (memfd) of `capacity` bytes, from which buffers are carved (256-byte
  *  aligned, first fit). Needs no driver. Share it with
  *  cumem_resource_get_allocation_handle and its buffers with
- *  cumem_buffer_get_ipc_descriptor. CUMEM_ERROR_INVALID_ARGUMENT: capacity
- *  0; CUMEM_ERROR_OUT_OF_MEMORY: the file cannot be made that large. */
+ *  cumem_buffer_get_ipc_descriptor. The file is sealed against shrinking
+ *  and growing (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), so no peer can
+ *  change its size under another's mapping; an import refuses a file that
+ *  is not sealed so. CUMEM_ERROR_INVALID_ARGUMENT: capacity 0;
+ *  CUMEM_ERROR_OUT_OF_MEMORY: the file cannot be made that large;
+ *  CUMEM_ERROR_OUT_OF_RESOURCES: the process has no file descriptor left
+ *  (the message names RLIMIT_NOFILE); CUMEM_ERROR_NOT_SUPPORTED: the kernel
+ *  lacks memfd_create or sealing. */
 CUMEM_API cumem_status_t cumem_host_shared_resource_create(uint64_t capacity,
                                                            cumem_resource_t** out_resource);
 
@@ -808,8 +834,9 @@ CUMEM_API cumem_status_t cumem_limit_resource_create(cumem_resource_t* upstream,
  *  more bytes and hands out the aligned address inside it (the upstream's
  *  statistics count those bytes; the adaptor's count the sizes asked for).
  *  Properties are the upstream's but kind CUMEM_RESOURCE_ALIGNED, is_pool
- *  and ipc_enabled false. A free must give the size of the allocation
- *  (CUMEM_ERROR_INVALID_ARGUMENT otherwise, nothing freed).
+ *  and ipc_enabled false. The adaptor records every allocation: a free
+ *  with another size than the allocation's, or of an address it did not
+ *  hand out, is CUMEM_ERROR_INVALID_ARGUMENT and frees nothing.
  *  CUMEM_ERROR_INVALID_ARGUMENT: alignment 0, not a power of two, or above
  *  1 GiB. */
 CUMEM_API cumem_status_t cumem_aligned_resource_create(cumem_resource_t* upstream,
@@ -976,7 +1003,8 @@ CUMEM_API cumem_status_t cumem_resource_retain(cumem_resource_t* resource);
 CUMEM_API cumem_status_t cumem_resource_release(cumem_resource_t* resource);
 
 /** Allocates `size` bytes ordered on `stream` ([in][optional]) as a buffer.
- *  size 0 gives a valid, empty buffer with a NULL pointer.
+ *  size 0 gives a valid, empty buffer with a NULL pointer (not counted in
+ *  the resource's statistics: it holds no memory).
  *  CUMEM_ERROR_OUT_OF_MEMORY: the message has the size, the resource and its
  *  bytes in use (and reserved, for pools). */
 CUMEM_API cumem_status_t cumem_resource_allocate(cumem_resource_t* resource,
@@ -988,7 +1016,8 @@ CUMEM_API cumem_status_t cumem_resource_allocate(cumem_resource_t* resource,
  *  The pointer must go back through cumem_resource_deallocate_raw with the
  *  same size, while the caller still holds a reference to the resource (a
  *  raw pointer does not keep its resource alive, unlike a buffer).
- *  size 0 gives NULL. Statistics count both. */
+ *  size 0 gives NULL and is not counted in the statistics (nor is its
+ *  free, NULL with size 0); every other allocation and free is. */
 CUMEM_API cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resource,
                                                      size_t size,
                                                      const cumem_stream_t* stream,
@@ -1677,6 +1706,15 @@ CUMEM_API void cumem_dlpack_options_init(cumem_dlpack_options_t* options);
 /** Exports the buffer as a DLPack 1.1 versioned tensor (see above), which
  *  the caller owns: call its deleter exactly once (or hand it to a library
  *  that will). [in][optional] options (NULL: 1-D uint8 over the buffer).
+ *  The export orders nothing: DLPack makes the producer answer for the data
+ *  being ready for the consumer. Before a CUDA consumer reads, make its
+ *  stream wait for the work queued on the buffer (cumem_stream_wait_stream);
+ *  before a CPU consumer (kDLCPU: host-accessible pinned or managed memory
+ *  read on the host) reads, wait for that work to finish
+ *  (cumem_stream_synchronize of the streams it was queued on, or
+ *  cumem_device_synchronize). The Python package's __dlpack__ does both
+ *  (for a CPU consumer it synchronises the buffer's device, or every device
+ *  for pinned memory).
  *  The elements the shape and strides reach must lie inside the buffer.
  *  CUMEM_ERROR_BUFFER_CLOSED: the buffer (or its parent) was closed.
  *  CUMEM_ERROR_INVALID_ARGUMENT: a bad dtype (bits 0 with lanes set, an
@@ -1870,7 +1908,8 @@ typedef struct cumem_allocation_handle_t cumem_allocation_handle_t;
  *  imported resource may be exported again). The handle owns a new file
  *  descriptor (close-on-exec).
  *  CUMEM_ERROR_NOT_SUPPORTED: the resource cannot be shared this way (the
- *  message says which resources can). */
+ *  message says which resources can). CUMEM_ERROR_OUT_OF_RESOURCES: the
+ *  process has no file descriptor left. */
 CUMEM_API cumem_status_t cumem_resource_get_allocation_handle(
     const cumem_resource_t* resource, cumem_allocation_handle_t** out_handle);
 CUMEM_API cumem_status_t cumem_allocation_handle_retain(cumem_allocation_handle_t* handle);
@@ -1880,7 +1919,8 @@ CUMEM_API cumem_status_t cumem_allocation_handle_release(cumem_allocation_handle
 CUMEM_API cumem_status_t cumem_allocation_handle_fd(const cumem_allocation_handle_t* handle,
                                                     int32_t* out_fd);
 /** A duplicate of the handle's file descriptor (close-on-exec), which the
- *  caller owns and closes. */
+ *  caller owns and closes. CUMEM_ERROR_OUT_OF_RESOURCES: the process has no
+ *  file descriptor left. */
 CUMEM_API cumem_status_t cumem_allocation_handle_dup_fd(
     const cumem_allocation_handle_t* handle, int32_t* out_fd);
 /** The pool's descriptor, to send along with the file descriptor. */
@@ -1898,14 +1938,18 @@ CUMEM_API cumem_status_t cumem_allocation_handle_from_fd(
  *  5.6+; needs permission to ptrace `pid`).
  *  CUMEM_ERROR_NOT_SUPPORTED: the kernel lacks pidfd_getfd or permission is
  *  refused (the message says which). CUMEM_ERROR_INVALID_ARGUMENT: no such
- *  process or file descriptor, or a bad descriptor. */
+ *  process or file descriptor, or a bad descriptor.
+ *  CUMEM_ERROR_OUT_OF_RESOURCES: this process has no file descriptor left. */
 CUMEM_API cumem_status_t cumem_allocation_handle_from_pid(
     const cumem_ipc_descriptor_t* pool_descriptor, int32_t pid, int32_t remote_fd,
     cumem_allocation_handle_t** out_handle);
 
 /** Imports the resource behind an allocation handle: an imported resource
  *  (properties.is_imported) that opens buffer descriptors of that pool but
- *  cannot allocate (CUMEM_ERROR_NOT_SUPPORTED). `device` ([in][optional]):
+ *  cannot allocate (CUMEM_ERROR_NOT_SUPPORTED). A host shared file must be
+ *  sealed against shrinking and growing, as cumem_host_shared_resource_create
+ *  makes it (else CUMEM_ERROR_INVALID_ARGUMENT: "not a shared file
+ *  sealed ..."). `device` ([in][optional]):
  *  for device memory the device the pool lives on (its UUID must match:
  *  else CUMEM_ERROR_WRONG_DEVICE); for pinned memory the device whose
  *  context maps it; NULL for a host shared resource. Importing the same
@@ -1932,10 +1976,17 @@ CUMEM_API cumem_status_t cumem_buffer_get_ipc_descriptor(const cumem_buffer_t* b
  *  counted). Closing the buffer unmaps it here, never frees the exporter's
  *  memory; the exporter must not free the memory while others use it (order
  *  it with an IPC event).
+ *  Descriptors of pools (device, pinned, host shared) carry a tag made with
+ *  the pool's key (which only the pool's own descriptor, sent with its file
+ *  descriptor, carries): the tag is checked before any field reaches the
+ *  driver, so a descriptor changed in any field, its CRC recomputed or
+ *  not, is refused. Legacy descriptors carry none (the driver checks its
+ *  own IPC handle).
  *  CUMEM_ERROR_INVALID_ARGUMENT: a bad descriptor (the check is named), a
- *  descriptor of another pool than `resource`'s, or a size beyond the range
- *  the driver mapped. CUMEM_ERROR_WRONG_DEVICE: a device descriptor from
- *  another device than the resource's. */
+ *  descriptor of another pool than `resource`'s, a tag that does not match
+ *  the pool's key ("authentication tag does not match"), or a size beyond
+ *  the range the driver mapped. CUMEM_ERROR_WRONG_DEVICE: a device
+ *  descriptor from another device than the resource's. */
 CUMEM_API cumem_status_t cumem_buffer_from_ipc_descriptor(
     cumem_resource_t* resource, const cumem_ipc_descriptor_t* descriptor,
     const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
@@ -1957,7 +2008,10 @@ CUMEM_API cumem_status_t cumem_ipc_send(int32_t socket, const cumem_allocation_h
  *  is closed. CUMEM_ERROR_INVALID_STATE: the peer closed the connection;
  *  CUMEM_ERROR_INVALID_ARGUMENT: a malformed message, or more descriptors
  *  than `capacity` (that message is read whole and dropped, its file
- *  descriptor closed, so the next message can still be received). */
+ *  descriptor closed, so the next message can still be received).
+ *  CUMEM_ERROR_OUT_OF_RESOURCES: the message carries a file descriptor and
+ *  this process has none left to receive it into; the message is left
+ *  unread, so that it can be received once a file descriptor is closed. */
 CUMEM_API cumem_status_t cumem_ipc_receive(int32_t socket, cumem_allocation_handle_t** out_handle,
                                            cumem_ipc_descriptor_t* descriptors,
                                            uint32_t capacity, uint32_t* out_count);

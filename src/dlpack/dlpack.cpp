@@ -87,7 +87,8 @@ Ref<Buffer> import_tensor(const DLTensor& t, uint64_t flags, ReleaseFn release, 
     fail(Status::not_supported, "device type " + std::to_string(type) +
                                     " is not one libcumem imports (kDLCPU 1, kDLCUDA 2, "
                                     "kDLCUDAHost 3, kDLCUDAManaged 13)");
-  if (cuda && t.device.device_id < 0)
+  // kDLCPU tensors say device 0, CUDA ones the ordinal: none is negative.
+  if (t.device.device_id < 0)
     fail(Status::invalid_argument, std::string("a ") + device_type_name(type) +
                                        " tensor with the negative device id " +
                                        std::to_string(t.device.device_id));

@@ -1,7 +1,9 @@
 #include "driver.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -17,6 +19,15 @@ struct Loaded {
   bool ok = false;
   std::string error;  // why loading failed
 };
+
+// CUDA does not survive fork(): a child of a process that initialised it
+// gets errors (or worse) from every driver call. Set in such a child.
+std::atomic<bool> forked_after_init{false};
+void mark_forked_child() { forked_after_init.store(true, std::memory_order_relaxed); }
+constexpr const char* kForkedMessage =
+    "CUDA cannot be used in a process forked after CUDA was initialised; use exec (or "
+    "posix_spawn) for the child, or fork before the first CUDA call. Host memory, the host "
+    "shared resource, IPC descriptors and the socket calls still work in the child";
 
 std::string version_string(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
@@ -89,6 +100,7 @@ void load(Loaded& out) {
 #undef CUMEM_DRIVER_RESOLVE
   resolve_memcpy_batch(get_proc, t);
   out.ok = true;
+  pthread_atfork(nullptr, nullptr, mark_forked_child);
 }
 
 Loaded& loaded() {
@@ -114,12 +126,16 @@ Loaded& loaded() {
 const Table& get() {
   Loaded& l = loaded();
   if (!l.ok) fail(Status::no_driver, l.error);
+  if (forked_after_init.load(std::memory_order_relaxed)) fail(Status::no_driver, kForkedMessage);
   return l.table;
 }
 
 const Table* get_if_loaded() noexcept {
   try {
     Loaded& l = loaded();
+    // In a forked child, objects inherited from the parent are released
+    // without driver calls: the parent's CUDA state is not the child's.
+    if (forked_after_init.load(std::memory_order_relaxed)) return nullptr;
     return l.ok ? &l.table : nullptr;
   } catch (...) {
     return nullptr;

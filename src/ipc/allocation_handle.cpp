@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "../error.hpp"
+#include "../system_error.hpp"
 #include "transport.hpp"
 
 namespace cumem::core {
@@ -14,9 +15,8 @@ namespace cumem::core {
 int duplicate_fd(int fd, const char* what) {
   const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (copy < 0)
-    fail(errno == EMFILE ? Status::out_of_memory : Status::invalid_argument,
-         std::string("cannot duplicate the file descriptor of ") + what + ": " +
-             std::strerror(errno));
+    fail_errno(errno, std::string("cannot duplicate the file descriptor of ") + what,
+               Status::invalid_argument);
   return copy;
 }
 

@@ -17,8 +17,8 @@ constexpr char kMagic[8] = {'C', 'U', 'M', 'E', 'M', 'I', 'P', 'C'};
 
 // Offsets of the fields (see descriptor.hpp).
 constexpr size_t kOffVersion = 8, kOffType = 10, kOffKind = 12, kOffSize = 16, kOffOffset = 24,
-                 kOffUuid = 32, kOffPoolId = 48, kOffExport = 64, kOffPid = 128,
-                 kOffReserved = 132, kOffCrc = 156;
+                 kOffUuid = 32, kOffPoolId = 48, kOffExport = 64, kOffPid = 128, kOffTag = 132,
+                 kOffKey = 140, kOffCrc = 156;
 static_assert(kOffCrc + 4 == kIpcDescriptorSize, "the CRC ends the descriptor");
 
 // Memory kinds, as in core::MemoryKind (this file stays free of C and
@@ -215,19 +215,19 @@ void validate(const IpcDescriptor& d) {
   if (d.exporter_pid == 0 || d.exporter_pid > INT32_MAX)
     reject(of + "has exporter pid " + std::to_string(d.exporter_pid) +
            ", which is not a process id");
+
+  // Pools carry their key (it travels with the pool's file descriptor);
+  // buffers of pools carry a tag made with it, and never the key.
+  if (d.type == IpcType::pool && all_zero(d.pool_key))
+    reject(of + "has an all-zero key; the exporter gives every pool a random key");
+  if (d.type != IpcType::pool && !all_zero(d.pool_key))
+    reject(of + "carries a pool key; only a pool's own descriptor does");
+  if ((d.type == IpcType::pool || d.type == IpcType::legacy_buffer) && d.tag != 0)
+    reject(of + "has an authentication tag; only buffers of pools carry one");
 }
 
-}  // namespace
-
-uint32_t ipc_crc32(const uint8_t* data, size_t length) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < length; ++i) c = kCrcTable.entry[(c ^ data[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
-void encode(const IpcDescriptor& d, uint8_t (&out)[kIpcDescriptorSize]) {
-  validate(d);
-  uint8_t b[kIpcDescriptorSize] = {};  // reserved bytes stay zero
+// Bytes 0..kOffTag of `d` (what its tag covers), in `b`.
+void encode_fields(const IpcDescriptor& d, uint8_t* b) {
   std::memcpy(b, kMagic, sizeof kMagic);
   put16(b + kOffVersion, kIpcFormatVersion);
   put16(b + kOffType, static_cast<uint16_t>(d.type));
@@ -238,6 +238,69 @@ void encode(const IpcDescriptor& d, uint8_t (&out)[kIpcDescriptorSize]) {
   std::memcpy(b + kOffPoolId, d.pool_id.data(), 16);
   std::memcpy(b + kOffExport, d.export_data.data(), 64);
   put32(b + kOffPid, d.exporter_pid);
+}
+
+uint64_t rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
+
+void sip_round(uint64_t& v0, uint64_t& v1, uint64_t& v2, uint64_t& v3) {
+  v0 += v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32);
+  v2 += v3; v3 = rotl(v3, 16); v3 ^= v2;
+  v0 += v3; v3 = rotl(v3, 21); v3 ^= v0;
+  v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32);
+}
+
+}  // namespace
+
+uint64_t siphash24(const IpcKey& key, const uint8_t* data, size_t length) {
+  const uint64_t k0 = get64(key.data()), k1 = get64(key.data() + 8);
+  uint64_t v0 = 0x736f6d6570736575ull ^ k0, v1 = 0x646f72616e646f6dull ^ k1;
+  uint64_t v2 = 0x6c7967656e657261ull ^ k0, v3 = 0x7465646279746573ull ^ k1;
+  const size_t whole = length - length % 8;
+  for (size_t i = 0; i < whole; i += 8) {
+    const uint64_t m = get64(data + i);
+    v3 ^= m;
+    sip_round(v0, v1, v2, v3);
+    sip_round(v0, v1, v2, v3);
+    v0 ^= m;
+  }
+  uint64_t last = static_cast<uint64_t>(length) << 56;
+  for (size_t i = whole; i < length; ++i) last |= static_cast<uint64_t>(data[i]) << (8 * (i - whole));
+  v3 ^= last;
+  sip_round(v0, v1, v2, v3);
+  sip_round(v0, v1, v2, v3);
+  v0 ^= last;
+  v2 ^= 0xff;
+  for (int i = 0; i < 4; ++i) sip_round(v0, v1, v2, v3);
+  return v0 ^ v1 ^ v2 ^ v3;
+}
+
+void sign(IpcDescriptor& d, const IpcKey& key) {
+  uint8_t b[kOffTag];
+  encode_fields(d, b);
+  d.tag = siphash24(key, b, sizeof b);
+}
+
+bool authentic(const IpcDescriptor& d, const IpcKey& key) {
+  uint8_t b[kOffTag];
+  encode_fields(d, b);
+  const uint64_t diff = siphash24(key, b, sizeof b) ^ d.tag;
+  uint8_t any = 0;
+  for (int i = 0; i < 8; ++i) any |= static_cast<uint8_t>(diff >> (8 * i));
+  return any == 0;
+}
+
+uint32_t ipc_crc32(const uint8_t* data, size_t length) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < length; ++i) c = kCrcTable.entry[(c ^ data[i]) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+void encode(const IpcDescriptor& d, uint8_t (&out)[kIpcDescriptorSize]) {
+  validate(d);
+  uint8_t b[kIpcDescriptorSize] = {};
+  encode_fields(d, b);
+  put64(b + kOffTag, d.tag);
+  std::memcpy(b + kOffKey, d.pool_key.data(), 16);
   put32(b + kOffCrc, ipc_crc32(b, kOffCrc));
   std::memcpy(out, b, sizeof b);
 }
@@ -253,12 +316,17 @@ IpcDescriptor decode(const uint8_t* bytes, size_t length) {
          "not a libcumem IPC descriptor: it does not begin with \"CUMEMIPC\"");
   if (length >= kOffVersion + 2 && get16(bytes + kOffVersion) != kIpcFormatVersion)
     reject("format version " + std::to_string(get16(bytes + kOffVersion)) +
-           "; this libcumem reads version " + std::to_string(kIpcFormatVersion));
+           "; this libcumem reads version " + std::to_string(kIpcFormatVersion) +
+           (get16(bytes + kOffVersion) == 1
+                ? " (version 1, of libcumem 1.0, had no authentication tag: export the buffer "
+                  "again with this libcumem)"
+                : ""));
   if (length < kIpcDescriptorSize)
     reject("truncated: " + std::to_string(length) + " of " + std::to_string(kIpcDescriptorSize) +
            " bytes");
   if (length > kIpcDescriptorSize)
-    reject("too long: " + std::to_string(length) + " bytes; a version 1 descriptor has exactly " +
+    reject("too long: " + std::to_string(length) + " bytes; a version " +
+           std::to_string(kIpcFormatVersion) + " descriptor has exactly " +
            std::to_string(kIpcDescriptorSize));
 
   const uint32_t stored = get32(bytes + kOffCrc), computed = ipc_crc32(bytes, kOffCrc);
@@ -277,16 +345,9 @@ IpcDescriptor decode(const uint8_t* bytes, size_t length) {
   std::memcpy(d.pool_id.data(), bytes + kOffPoolId, 16);
   std::memcpy(d.export_data.data(), bytes + kOffExport, 64);
   d.exporter_pid = get32(bytes + kOffPid);
+  d.tag = get64(bytes + kOffTag);
+  std::memcpy(d.pool_key.data(), bytes + kOffKey, 16);
   validate(d);
-  // Reserved bytes are for later versions, which will say so in the version
-  // field; a version 1 descriptor with any of them set was not written by a
-  // version 1 encoder.
-  for (size_t i = kOffReserved; i < kOffCrc; ++i)
-    if (bytes[i] != 0) {
-      char where[48];
-      std::snprintf(where, sizeof where, " (byte %zu is 0x%02x)", i, bytes[i]);
-      reject(std::string("has non-zero reserved bytes") + where + "; they must be zero in version 1");
-    }
   return d;
 }
 

@@ -21,8 +21,20 @@
 //   off  64  64 bytes export data (CUmemPoolPtrExportData for a pool buffer,
 //                     CUipcMemHandle for a legacy buffer; else all zero)
 //   off 128  u32      exporter pid
-//   off 132  24 bytes reserved, zero
+//   off 132  u64      authentication tag of a pool buffer or host shared
+//                     buffer: SipHash-2-4 of bytes 0..131 under the pool's
+//                     key; 0 for legacy buffers and pools
+//   off 140  16 bytes the pool's key (random, chosen by the exporter for
+//                     each pool) in a pool descriptor, which travels with
+//                     the pool's file descriptor; all zero in buffer
+//                     descriptors, which never carry it
 //   off 156  u32      CRC-32 (IEEE 802.3, as zlib's crc32) of bytes 0..155
+//
+// The CRC catches corruption; the tag is what makes a buffer descriptor
+// trustworthy: only a process that holds the pool (and so its key) can make
+// one that passes, and an importer checks it before any field reaches the
+// driver (the driver does not validate export data: forged export data
+// crashed the H200's driver 580.159 in cuMemPoolImportPointer).
 #pragma once
 
 #include <array>
@@ -40,7 +52,10 @@ enum class IpcType : uint16_t {
 };
 
 constexpr size_t kIpcDescriptorSize = 160;
-constexpr uint16_t kIpcFormatVersion = 1;
+// 2 since libcumem 1.1 (the tag and the pool key); version 1 is refused.
+constexpr uint16_t kIpcFormatVersion = 2;
+
+using IpcKey = std::array<uint8_t, 16>;
 
 struct IpcDescriptor {
   IpcType type = IpcType::pool_buffer;
@@ -49,7 +64,16 @@ struct IpcDescriptor {
   std::array<uint8_t, 16> device_uuid{}, pool_id{};
   std::array<uint8_t, 64> export_data{};
   uint32_t exporter_pid = 0;
+  uint64_t tag = 0;   // pool and host shared buffers: sign() sets it
+  IpcKey pool_key{};  // pool descriptors only
 };
+
+// Sets d.tag for a buffer of the pool whose key is `key`.
+void sign(IpcDescriptor& d, const IpcKey& key);
+// Whether d.tag is the one `key` gives (compared in constant time).
+bool authentic(const IpcDescriptor& d, const IpcKey& key);
+// SipHash-2-4 (64-bit) of `length` bytes under a 128-bit key.
+uint64_t siphash24(const IpcKey& key, const uint8_t* data, size_t length);
 
 // Writes the 160 bytes of `d`. Validates `d` first by the rules decode()
 // applies (throws Error(invalid_argument), `out` untouched), so an invalid
@@ -65,8 +89,10 @@ IpcDescriptor decode(const uint8_t* bytes, size_t length);
 // 0123..., exported by pid 42": for messages.
 std::string describe(const IpcDescriptor& d);
 
-// A new random pool id (getrandom(2), else /dev/urandom); never all zero.
+// A new random pool id or key (getrandom(2), else /dev/urandom); never all
+// zero.
 std::array<uint8_t, 16> random_pool_id();
+inline IpcKey random_pool_key() { return random_pool_id(); }
 
 // CRC-32 (IEEE 802.3, reflected, as zlib's crc32(0, data, length)).
 uint32_t ipc_crc32(const uint8_t* data, size_t length);

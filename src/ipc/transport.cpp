@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../error.hpp"
+#include "../system_error.hpp"
 
 namespace cumem::core {
 namespace {
@@ -154,15 +155,68 @@ size_t receive_some(int socket, uint8_t* buffer, size_t length, ArrivedFds& fds,
         fds.add(fd);
       }
     }
-    if (msg.msg_flags & MSG_CTRUNC)
+    if (msg.msg_flags & MSG_CTRUNC) {
+      // Checked before the read began (check_room_for_fd); another thread
+      // may have used the last slot since.
+      if (out_of_file_descriptors())
+        fail(Status::out_of_resources,
+             std::string(doing) + ": the kernel dropped its file descriptor, this process has no "
+                                  "file descriptor left (" + file_descriptor_limit() + ")" +
+                 progress(done, total));
       fail(Status::invalid_argument,
            std::string(doing) + ": more ancillary data arrived than one file descriptor; the "
                                 "kernel cut it off (MSG_CTRUNC)" + progress(done, total));
+    }
     if (msg.msg_flags & MSG_TRUNC)  // only a SOCK_SEQPACKET record can be cut
       fail(Status::invalid_argument, std::string(doing) + ": a record larger than " +
                                          std::to_string(length) +
                                          " bytes, the largest IPC message, arrived");
     return static_cast<size_t>(n);
+  }
+}
+
+// Before a message is read: a file descriptor that comes with it needs a
+// free slot in this process, or the kernel drops it and the message loses
+// its handle. Peeks at the message (nothing is consumed; a peeked fd is
+// installed, and closed here) and, when the fd could not be installed for
+// want of a slot, fails with out_of_resources leaving the message unread,
+// so that the caller can close some file descriptors and receive it again.
+void check_room_for_fd(int socket) {
+  const char* doing = "receiving an IPC message";
+  for (;;) {
+    uint8_t byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kFdsPerReceive)];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(socket, &msg, MSG_PEEK | MSG_CMSG_CLOEXEC);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        wait_ready(socket, POLLIN, doing, 0, kIpcMessageHeaderSize);
+        continue;
+      }
+      return;  // the read itself reports it
+    }
+    ArrivedFds peeked;  // closed when this returns
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const size_t n_fds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < n_fds; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+        peeked.add(fd);
+      }
+    }
+    if ((msg.msg_flags & MSG_CTRUNC) && out_of_file_descriptors())
+      fail(Status::out_of_resources,
+           std::string(doing) + ": its file descriptor cannot be received, this process has no "
+                                "file descriptor left (" + file_descriptor_limit() +
+               "); the message was left unread: close some file descriptors and receive again");
+    return;
   }
 }
 
@@ -264,6 +318,7 @@ ReceivedMessage receive_message(int socket, uint32_t max_count) {
   const int type = socket_type(socket, doing);
   if (max_count > kIpcMaxMessageDescriptors) max_count = kIpcMaxMessageDescriptors;
 
+  check_room_for_fd(socket);
   ArrivedFds fds;
   std::vector<uint8_t> message;
   uint32_t count = 0;
@@ -337,6 +392,7 @@ int fd_from_pid(int pid, int remote_fd) {
   if (pidfd < 0) {
     const int e = errno;
     if (e == ENOSYS) fail(Status::not_supported, what + "the kernel has no pidfd_open (Linux 5.3+)");
+    if (e == EMFILE || e == ENFILE) fail_errno(e, what + "pidfd_open", Status::invalid_state);
     if (e == ESRCH) fail(Status::invalid_argument, what + "no process " + std::to_string(pid));
     if (e == EINVAL)
       fail(Status::invalid_argument,
@@ -363,6 +419,9 @@ int fd_from_pid(int pid, int remote_fd) {
     case EBADF:
       fail(Status::invalid_argument, what + "process " + std::to_string(pid) + " has no open fd " +
                                          std::to_string(remote_fd));
+    case EMFILE:
+    case ENFILE:
+      fail_errno(e, what + "pidfd_getfd", Status::invalid_state);
     default:
       fail(Status::invalid_state, what + "pidfd_getfd failed: " + std::strerror(e));
   }

@@ -2,7 +2,9 @@
 // `alignment`. An upstream allocation that is aligned already is handed out
 // as it is; once the upstream has given one that is not, every allocation
 // asks for alignment - 1 more bytes and hands out the aligned address
-// inside, remembering where the upstream's allocation starts.
+// inside. Every allocation is recorded (where the upstream's starts, its
+// size, the size asked for), so that a free with another size than the
+// allocation's is refused whether or not it was padded.
 #include <array>
 #include <atomic>
 #include <mutex>
@@ -26,57 +28,74 @@ class AlignedResource final : public Adaptor {
 
  protected:
   void* do_allocate(size_t size, const Stream* stream) override {
+    void* original = nullptr;
+    size_t upstream_size = size;
     if (!pad_.load(std::memory_order_relaxed)) {
-      void* ptr = upstream().allocate_raw(size, stream);
-      if (aligned(ptr)) return ptr;
-      upstream().deallocate_raw(ptr, size, stream);
-      pad_.store(true, std::memory_order_relaxed);
+      original = upstream().allocate_raw(size, stream);
+      if (!aligned(original)) {
+        upstream().deallocate_raw(original, size, stream);
+        original = nullptr;
+        pad_.store(true, std::memory_order_relaxed);
+      }
     }
-    if (size > SIZE_MAX - (alignment_ - 1))
-      fail(Status::out_of_memory, describe_bytes(size) + " and " + describe_bytes(alignment_ - 1) +
-                                      " to align them do not fit in a size_t");
-    const size_t padded = size + static_cast<size_t>(alignment_ - 1);
-    void* original = upstream().allocate_raw(padded, stream);
+    if (!original) {
+      if (size > SIZE_MAX - (alignment_ - 1))
+        fail(Status::out_of_memory, describe_bytes(size) + " and " +
+                                        describe_bytes(alignment_ - 1) +
+                                        " to align them do not fit in a size_t");
+      upstream_size = size + static_cast<size_t>(alignment_ - 1);
+      original = upstream().allocate_raw(upstream_size, stream);
+    }
     const uintptr_t start = reinterpret_cast<uintptr_t>(original);
     void* ptr = reinterpret_cast<void*>((start + alignment_ - 1) & ~(alignment_ - 1));
     try {
       Records& r = records_of(ptr);
       std::lock_guard<std::mutex> lock(r.mutex);
-      r.map.emplace(ptr, Padding{original, padded});
+      r.map.emplace(ptr, Record{original, upstream_size, size});
     } catch (...) {
-      upstream().deallocate_raw(original, padded, stream);
+      upstream().deallocate_raw(original, upstream_size, stream);
       throw;
     }
     return ptr;
   }
 
   void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
-    Padding padding{ptr, size};
+    Record record{};
     {
       Records& r = records_of(ptr);
       std::lock_guard<std::mutex> lock(r.mutex);
       const auto it = r.map.find(ptr);
-      if (it != r.map.end()) {
-        padding = it->second;
-        if (padding.size - (alignment_ - 1) != size)
-          fail(Status::invalid_argument,
-               "the aligned adaptor handed out this address with " +
-                   std::to_string(padding.size - (alignment_ - 1)) + " bytes, not " +
-                   std::to_string(size) + "; nothing was freed");
-        r.map.erase(it);
-      }
+      if (it == r.map.end())
+        fail(Status::invalid_argument,
+             "the aligned adaptor did not hand out this address (or it was freed already); "
+             "nothing was freed");
+      if (it->second.size != size)
+        fail(Status::invalid_argument, "the aligned adaptor handed out this address with " +
+                                           std::to_string(it->second.size) + " bytes, not " +
+                                           std::to_string(size) + "; nothing was freed");
+      record = it->second;
+      r.map.erase(it);
     }
-    upstream().deallocate_raw(padding.original, padding.size, stream);
+    try {
+      upstream().deallocate_raw(record.original, record.upstream_size, stream);
+    } catch (...) {
+      // Not freed: the allocation stays, and can be freed again.
+      Records& r = records_of(ptr);
+      std::lock_guard<std::mutex> lock(r.mutex);
+      r.map.emplace(ptr, record);
+      throw;
+    }
   }
 
  private:
-  struct Padding {
-    void* original;  // where the upstream's allocation starts
-    size_t size;     // its size
+  struct Record {
+    void* original;        // where the upstream's allocation starts
+    size_t upstream_size;  // its size
+    size_t size;           // the size asked for
   };
   struct alignas(64) Records {
     std::mutex mutex;
-    std::unordered_map<void*, Padding> map;
+    std::unordered_map<void*, Record> map;
   };
   bool aligned(void* ptr) const {
     return (reinterpret_cast<uintptr_t>(ptr) & (alignment_ - 1)) == 0;

@@ -337,7 +337,16 @@ class CachingResource final : public Adaptor, public Caching {
 
   void trim(uint64_t keep_bytes) override {
     give_back_cached(keep_bytes);
-    if (auto* pool = dynamic_cast<PoolResource*>(&upstream())) pool->pool_trim(0);
+    if (auto* pool = dynamic_cast<PoolResource*>(&upstream())) {
+      // The frees above are ordered on the legacy default stream: the pool
+      // has the memory back only once they ran, and trims only what it has.
+      if (device_) {
+        ScopedContext scope(*device_);
+        CUMEM_CU(cuStreamSynchronize, (CU_STREAM_LEGACY),
+                 "waiting for the cache's frees before trimming " + pool->describe());
+      }
+      pool->pool_trim(0);
+    }
   }
 
  private:

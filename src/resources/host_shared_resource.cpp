@@ -3,6 +3,12 @@
 // handle is the memfd; a buffer's descriptor is its offset and size. The
 // imported side maps the same file and opens descriptors by offset. Needs no
 // driver, so the whole IPC protocol can be exercised without a GPU.
+//
+// The file is sealed against shrinking and growing (and against new seals)
+// when it is made, and an import refuses a file that is not sealed so: a
+// peer that could shrink the file under a mapping would make every access
+// past the new end a SIGBUS in this process.
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,12 +20,14 @@
 
 #include "../error.hpp"
 #include "../ipc/shareable.hpp"
+#include "../system_error.hpp"
 #include "sync_resource.hpp"
 
 namespace cumem::core {
 namespace {
 
 constexpr uint64_t kAlignment = 256;
+constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
 ResourceProperties host_shared_properties(bool imported) {
   ResourceProperties p;
@@ -44,10 +52,14 @@ void* map_file(int fd, uint64_t size) {
 // go as offsets into the mapping.
 class HostSharedBase : public SyncResource, public IpcShareable {
  public:
+  // `exporter_pid`: the process that made the file, named in every
+  // descriptor of it, whichever process describes a buffer (so that a
+  // buffer opened from a descriptor gives the same descriptor again).
   HostSharedBase(int fd, uint64_t capacity, void* base, const std::array<uint8_t, 16>& pool_id,
-                 bool imported)
+                 const IpcKey& pool_key, bool imported, uint32_t exporter_pid)
       : SyncResource(nullptr, host_shared_properties(imported)),
-        fd_(fd), capacity_(capacity), base_(static_cast<char*>(base)), pool_id_(pool_id) {}
+        fd_(fd), capacity_(capacity), base_(static_cast<char*>(base)), pool_id_(pool_id),
+        pool_key_(pool_key), exporter_pid_(exporter_pid) {}
   ~HostSharedBase() override {
     munmap(base_, capacity_);
     ::close(fd_);
@@ -59,7 +71,8 @@ class HostSharedBase : public SyncResource, public IpcShareable {
     d.memory_kind = static_cast<uint32_t>(MemoryKind::host);
     d.size = capacity_;
     d.pool_id = pool_id_;
-    d.exporter_pid = static_cast<uint32_t>(getpid());
+    d.pool_key = pool_key_;
+    d.exporter_pid = exporter_pid_;
     return AllocationHandle::take(duplicate_fd(fd_, "a host shared resource"), d);
   }
 
@@ -71,7 +84,8 @@ class HostSharedBase : public SyncResource, public IpcShareable {
     d.size = size;
     d.offset = offset;
     d.pool_id = pool_id_;
-    d.exporter_pid = static_cast<uint32_t>(getpid());
+    d.exporter_pid = exporter_pid_;
+    sign(d, pool_key_);
     return d;
   }
 
@@ -82,6 +96,11 @@ class HostSharedBase : public SyncResource, public IpcShareable {
     if (d.pool_id != pool_id_)
       fail(Status::invalid_argument, "the descriptor belongs to another pool than " + describe() +
                                          " (its pool id differs): import that pool first");
+    if (!authentic(d, pool_key_))
+      fail(Status::invalid_argument,
+           "the descriptor's authentication tag does not match the key of " + describe() +
+               ": it was not made by a process holding the pool, or a field was changed after "
+               "it was made (nothing was opened)");
     if (d.offset > capacity_ || d.size > capacity_ - d.offset)
       fail(Status::invalid_argument,
            "the descriptor's range [" + std::to_string(d.offset) + ", +" + std::to_string(d.size) +
@@ -94,6 +113,8 @@ class HostSharedBase : public SyncResource, public IpcShareable {
   uint64_t capacity_;
   char* base_;
   std::array<uint8_t, 16> pool_id_;
+  IpcKey pool_key_;
+  uint32_t exporter_pid_;
 };
 
 // The exporting side: allocates first-fit in the file.
@@ -185,15 +206,22 @@ class ImportedHostSharedResource final : public HostSharedBase {
 
 Ref<Resource> create_host_shared_resource(uint64_t capacity) {
   if (capacity == 0) fail(Status::invalid_argument, "a host shared resource needs a capacity above 0");
-  const int fd = memfd_create("cumem-host-shared", MFD_CLOEXEC);
-  if (fd < 0)
-    fail(Status::not_supported, std::string("memfd_create failed: ") + std::strerror(errno));
+  if (capacity > static_cast<uint64_t>(INT64_MAX))
+    fail(Status::out_of_memory, "a shared memory file cannot hold " + describe_bytes(capacity));
+  const int fd = memfd_create("cumem-host-shared", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) fail_errno(errno, "memfd_create for a host shared resource", Status::not_supported);
   try {
     if (ftruncate(fd, static_cast<off_t>(capacity)) != 0)
-      fail(Status::out_of_memory, "cannot size a shared memory file to " + describe_bytes(capacity) +
-                                      ": " + std::strerror(errno));
+      fail_errno(errno == EFBIG || errno == EINVAL ? ENOMEM : errno,
+                 "cannot size a shared memory file to " + describe_bytes(capacity),
+                 Status::out_of_memory);
+    if (fcntl(fd, F_ADD_SEALS, kSeals) != 0)
+      fail_errno(errno, "sealing the shared memory file against shrinking and growing",
+                 Status::not_supported);
     void* base = map_file(fd, capacity);
-    return Ref<Resource>::adopt(new HostSharedResource(fd, capacity, base, random_pool_id(), false));
+    return Ref<Resource>::adopt(new HostSharedResource(fd, capacity, base, random_pool_id(),
+                                                       random_pool_key(), false,
+                                                       static_cast<uint32_t>(getpid())));
   } catch (...) {
     ::close(fd);
     throw;
@@ -202,6 +230,12 @@ Ref<Resource> create_host_shared_resource(uint64_t capacity) {
 
 Ref<Resource> import_host_shared(Ref<Device>, const AllocationHandle& handle) {
   const IpcDescriptor& pool = handle.pool();
+  const int seals = fcntl(handle.fd(), F_GET_SEALS);
+  if (seals < 0 || (seals & kSeals) != kSeals)
+    fail(Status::invalid_argument,
+         "the file descriptor is not a shared file sealed against shrinking and growing "
+         "(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, as cumem_host_shared_resource_create "
+         "makes it): a peer could shrink it under the mapping, so it is not imported");
   struct stat st {};
   if (fstat(handle.fd(), &st) != 0 || static_cast<uint64_t>(st.st_size) != pool.size)
     fail(Status::invalid_argument,
@@ -210,8 +244,8 @@ Ref<Resource> import_host_shared(Ref<Device>, const AllocationHandle& handle) {
   const int fd = handle.dup_fd();
   try {
     void* base = map_file(fd, pool.size);
-    return Ref<Resource>::adopt(
-        new ImportedHostSharedResource(fd, pool.size, base, pool.pool_id, true));
+    return Ref<Resource>::adopt(new ImportedHostSharedResource(
+        fd, pool.size, base, pool.pool_id, pool.pool_key, true, pool.exporter_pid));
   } catch (...) {
     ::close(fd);
     throw;

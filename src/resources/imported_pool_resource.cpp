@@ -20,7 +20,7 @@ class ImportedPoolResource final : public PoolResource {
   ImportedPoolResource(Ref<Device> device, const ResourceProperties& props, CUmemoryPool pool,
                        std::string name, Ref<AllocationHandle> handle)
       : PoolResource(std::move(device), props, pool, true, std::move(name), 0,
-                     handle->pool().pool_id),
+                     handle->pool().pool_id, handle->pool().pool_key),
         handle_(std::move(handle)) {}
   ~ImportedPoolResource() override { forget_imported(pool_id(), this); }
 
@@ -45,6 +45,13 @@ class ImportedPoolResource final : public PoolResource {
     if (d.pool_id != pool_id())
       fail(Status::invalid_argument, "the descriptor belongs to another pool than " + describe() +
                                          " (its pool id differs): import that pool first");
+    // Before any field reaches the driver, which does not validate the
+    // export data (forged export data crashed it).
+    if (!authentic(d, pool_key()))
+      fail(Status::invalid_argument,
+           "the descriptor's authentication tag does not match the key of " + describe() +
+               ": it was not made by a process holding the pool, or a field was changed after "
+               "it was made (nothing was opened)");
     if (d.memory_kind != static_cast<uint32_t>(properties().memory_kind))
       fail(Status::invalid_argument, "the descriptor's memory kind is not " + describe() + "'s");
     if (properties().memory_kind == MemoryKind::device && d.device_uuid != device_->uuid())

@@ -36,6 +36,14 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable {
   }
 
   IpcDescriptor get_ipc_descriptor(void* ptr, size_t size) const override {
+    {
+      // A buffer opened from a descriptor gives that descriptor again (the
+      // driver cannot export a mapping it imported).
+      std::lock_guard<std::mutex> lock(mutex_);
+      const auto range = opened_.equal_range(ptr);
+      for (auto it = range.first; it != range.second; ++it)
+        if (it->second.size == size) return it->second;
+    }
     ScopedContext scope(*device_);
     CUdeviceptr base = 0;
     size_t range = 0;
@@ -97,7 +105,7 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable {
     }
     ++m->opens;
     void* ptr = reinterpret_cast<void*>(m->base + d.offset);
-    opened_.emplace(ptr, d.export_data);
+    opened_.emplace(ptr, d);
     return ptr;
   }
 
@@ -113,7 +121,7 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = opened_.find(ptr);
       if (it != opened_.end()) {
-        const auto key = it->second;
+        const auto key = it->second.export_data;
         opened_.erase(it);
         if (--mappings_[key].opens == 0) close_mapping(key);
         return;
@@ -139,9 +147,9 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable {
     mappings_.erase(it);
   }
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<std::array<uint8_t, 64>, Mapping> mappings_;
-  std::multimap<void*, std::array<uint8_t, 64>> opened_;
+  std::multimap<void*, IpcDescriptor> opened_;  // by the pointer handed out
 };
 
 }  // namespace

@@ -13,14 +13,18 @@ namespace cumem::core {
 
 PoolResource::PoolResource(Ref<Device> device, const ResourceProperties& properties,
                            CUmemoryPool pool, bool owned, std::string name, uint64_t max_size,
-                           const std::array<uint8_t, 16>& pool_id)
+                           const std::array<uint8_t, 16>& pool_id, const IpcKey& pool_key)
     : Resource(std::move(device), properties),
       pool_(pool),
       owned_(owned),
       name_(std::move(name)),
       budget_(max_size ? std::make_unique<ByteBudget>(max_size) : nullptr),
-      pool_id_(pool_id) {
-  if (properties.ipc_enabled && pool_id_ == std::array<uint8_t, 16>{}) pool_id_ = random_pool_id();
+      pool_id_(pool_id),
+      pool_key_(pool_key) {
+  if (properties.ipc_enabled && pool_id_ == std::array<uint8_t, 16>{}) {
+    pool_id_ = random_pool_id();
+    pool_key_ = random_pool_key();
+  }
 }
 
 Ref<AllocationHandle> PoolResource::get_allocation_handle() const {
@@ -37,6 +41,7 @@ Ref<AllocationHandle> PoolResource::get_allocation_handle() const {
   d.memory_kind = static_cast<uint32_t>(properties().memory_kind);
   d.device_uuid = device_->uuid();
   d.pool_id = pool_id_;
+  d.pool_key = pool_key_;
   d.exporter_pid = static_cast<uint32_t>(getpid());
   return AllocationHandle::take(fd, d);
 }
@@ -60,6 +65,7 @@ IpcDescriptor PoolResource::get_ipc_descriptor(void* ptr, size_t size) const {
   static_assert(sizeof data.reserved == sizeof d.export_data, "export data is 64 bytes");
   std::memcpy(d.export_data.data(), data.reserved, sizeof data.reserved);
   d.exporter_pid = static_cast<uint32_t>(getpid());
+  sign(d, pool_key_);
   return d;
 }
 

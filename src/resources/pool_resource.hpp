@@ -27,10 +27,11 @@ class PoolResource : public Resource, public IpcShareable {
   // Takes `pool`; destroys it at the end when `owned`. A max_size above 0 is
   // enforced here on the bytes in use (the driver only caps what it
   // reserves, at its own granularity). An IPC-enabled pool gets a random
-  // pool id, unless `pool_id` (an imported pool's) is given.
+  // pool id and key, unless `pool_id` and `pool_key` (an imported pool's)
+  // are given.
   PoolResource(Ref<Device> device, const ResourceProperties& properties, CUmemoryPool pool,
                bool owned, std::string name, uint64_t max_size,
-               const std::array<uint8_t, 16>& pool_id = {});
+               const std::array<uint8_t, 16>& pool_id = {}, const IpcKey& pool_key = {});
   std::string describe() const override { return name_; }
 
   CUmemoryPool pool_native() const noexcept { return pool_; }
@@ -50,6 +51,8 @@ class PoolResource : public Resource, public IpcShareable {
   Ref<AllocationHandle> get_allocation_handle() const override;
   IpcDescriptor get_ipc_descriptor(void* ptr, size_t size) const override;
   const std::array<uint8_t, 16>& pool_id() const noexcept { return pool_id_; }
+  // What signs this pool's buffer descriptors (src/ipc/descriptor.hpp).
+  const IpcKey& pool_key() const noexcept { return pool_key_; }
 
  protected:
   ~PoolResource() override;
@@ -63,6 +66,7 @@ class PoolResource : public Resource, public IpcShareable {
   std::string name_;
   std::unique_ptr<ByteBudget> budget_;
   std::array<uint8_t, 16> pool_id_{};
+  IpcKey pool_key_{};
   mutable std::atomic<bool> exported_{false};  // cuMemPoolExportToShareableHandle done
 };
 

@@ -11,8 +11,9 @@
 //   to `flushed`; below 0 (the thread freed memory counted elsewhere), the
 //   deficit does. An allocate + free pair on one thread, with less than the
 //   limit held, touches no shared cache line.
-// Reading sums the shards: exact whenever no allocation or free is in
-// flight. The peak: each allocation compares `flushed` plus its own shard's
+// Reading sums the shards that were ever used (a mask, so that a read costs
+// a few cache lines, not all of them): exact whenever no allocation or free
+// is in flight. The peak: each allocation compares `flushed` plus its own shard's
 // pending bytes with the peak, and each read raises it to the bytes in use
 // it finds. That is exact while every allocation and free happens on one
 // thread; with several, it is never above the truth and below it by at
@@ -43,6 +44,7 @@ class Statistics {
   void count_allocation(uint64_t size) noexcept {
     const ThreadShard t = thread_shard();
     Shard& s = shards_[t.index];
+    mark_used(s, t.index);
     const uint64_t largest = raise(largest_, size);
     shard_add(s.allocations, uint64_t{1}, t.exclusive);
     const int64_t pending = add_bytes(s, static_cast<int64_t>(size), t.exclusive, limit_for(largest));
@@ -57,6 +59,7 @@ class Statistics {
     if (size > largest) return false;
     const ThreadShard t = thread_shard();
     Shard& s = shards_[t.index];
+    mark_used(s, t.index);
     shard_add(s.frees, uint64_t{1}, t.exclusive);
     add_bytes(s, -static_cast<int64_t>(size), t.exclusive, limit_for(largest));
     return true;
@@ -65,6 +68,7 @@ class Statistics {
   void undo_deallocation(uint64_t size) noexcept {
     const ThreadShard t = thread_shard();
     Shard& s = shards_[t.index];
+    mark_used(s, t.index);
     shard_add(s.frees, ~uint64_t{0}, t.exclusive);  // minus one, modulo 2^64
     add_bytes(s, static_cast<int64_t>(size), t.exclusive, limit_for(largest_allocation()));
   }
@@ -74,11 +78,15 @@ class Statistics {
   ResourceStatistics snapshot() const noexcept {
     uint64_t allocations = 0, frees = 0;
     int64_t bytes = 0;
-    for (const Shard& shard : shards_) {
+    auto add = [&](const Shard& shard) {
       allocations += shard.allocations.load(std::memory_order_relaxed);
       frees += shard.frees.load(std::memory_order_relaxed);
       bytes += shard.pending.load(std::memory_order_relaxed);
-    }
+    };
+    static_assert(kThreadShards == 64, "one bit of used_ per exclusive shard");
+    for (uint64_t used = used_.load(std::memory_order_acquire); used != 0; used &= used - 1)
+      add(shards_[__builtin_ctzll(used)]);
+    add(shards_[kSharedShard]);
     bytes += flushed_.load(std::memory_order_relaxed);
     ResourceStatistics s;
     s.bytes_in_use = bytes > 0 ? static_cast<uint64_t>(bytes) : 0;
@@ -100,7 +108,17 @@ class Statistics {
     std::atomic<uint64_t> allocations{0};
     std::atomic<uint64_t> frees{0};
     std::atomic<int64_t> pending{0};  // bytes; the shared shard keeps 0
+    std::atomic<bool> used{false};    // its bit of used_ is set
   };
+
+  // The first count in an exclusive shard sets its bit in used_ (once: the
+  // flag sits on the shard's own cache line, so later counts read no shared
+  // line). The shared shard is always read.
+  void mark_used(Shard& s, size_t index) noexcept {
+    if (index == kSharedShard || s.used.load(std::memory_order_relaxed)) return;
+    used_.fetch_or(uint64_t{1} << index, std::memory_order_release);
+    s.used.store(true, std::memory_order_relaxed);
+  }
 
   // The most pending bytes a shard keeps: kFlushAbove, or twice the
   // largest allocation, at most kFlushCap.
@@ -139,6 +157,7 @@ class Statistics {
   alignas(64) std::atomic<int64_t> flushed_{0};
   alignas(64) mutable std::atomic<uint64_t> peak_{0};
   std::atomic<uint64_t> largest_{0};
+  std::atomic<uint64_t> used_{0};  // bit i: shard i has counted something
   Shard shards_[kThreadShards + 1];
 };
 

@@ -410,6 +410,11 @@ TEST_F(DlpackHost, BadTensorsAreRefusedAndStayTheCallers) {
     expect_import_error(h, CUMEM_ERROR_NOT_SUPPORTED, "device type 4");
     h.t().device = {kDLCUDA, -1};
     expect_import_error(h, CUMEM_ERROR_INVALID_ARGUMENT, "negative device id");
+    // Issue 17, item 8: host tensors too (kDLCPU says device 0).
+    h.t().device = {kDLCPU, -1};
+    expect_import_error(h, CUMEM_ERROR_INVALID_ARGUMENT, "negative device id");
+    h.t().device = {kDLCUDAHost, -7};
+    expect_import_error(h, CUMEM_ERROR_INVALID_ARGUMENT, "negative device id");
     // Host memory claimed as CUDA memory.
     h.t().device = {kDLCUDA, 0};
     int32_t version = 0;

@@ -60,8 +60,11 @@ std::array<uint8_t, N> sequence(uint8_t first, uint8_t step) {
   return a;
 }
 
+// The key golden vector 1 is signed with.
+const cumem::core::IpcKey kGoldenKey = sequence<16>(0x20, 1);
+
 // The descriptor of golden vector 1: a pool buffer of device memory whose
-// size needs more than 32 bits.
+// size needs more than 32 bits, signed with kGoldenKey.
 IpcDescriptor golden1() {
   IpcDescriptor d;
   d.type = IpcType::pool_buffer;
@@ -71,13 +74,15 @@ IpcDescriptor golden1() {
   d.pool_id = sequence<16>(0xa0, 1);
   d.export_data = sequence<64>(0x01, 3);
   d.exporter_pid = 0x12345678;
+  d.tag = 0xf0c2c7360401871eull;
   return d;
 }
 
-// Its bytes, field by field (CRC from zlib.crc32 over bytes 0..155).
+// Its bytes, field by field (tag from a SipHash-2-4 written in Python, CRC
+// from zlib.crc32 over bytes 0..155).
 const char* const kGolden1 =
     "43 55 4d 45 4d 49 50 43"   // magic "CUMEMIPC"
-    " 01 00"                    // version 1
+    " 02 00"                    // version 2
     " 01 00"                    // type 1: pool buffer
     " 02 00 00 00"              // memory kind 2: device
     " 00 02 00 00 01 00 00 00"  // size 0x100000200
@@ -89,8 +94,9 @@ const char* const kGolden1 =
     " 61 64 67 6a 6d 70 73 76 79 7c 7f 82 85 88 8b 8e"
     " 91 94 97 9a 9d a0 a3 a6 a9 ac af b2 b5 b8 bb be"
     " 78 56 34 12"  // exporter pid 0x12345678
-    " 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"  // reserved
-    " 0e 45 bb f5";  // CRC-32
+    " 1e 87 01 04 36 c7 c2 f0"  // tag: SipHash-2-4 of bytes 0..131 under kGoldenKey
+    " 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"  // no pool key in a buffer's descriptor
+    " f7 12 5e 2b";  // CRC-32
 
 // Golden vector 2: a legacy buffer at an offset inside its allocation.
 IpcDescriptor golden2() {
@@ -106,7 +112,7 @@ IpcDescriptor golden2() {
 }
 
 const char* const kGolden2 =
-    "43 55 4d 45 4d 49 50 43 01 00"
+    "43 55 4d 45 4d 49 50 43 02 00"
     " 02 00"                    // type 2: legacy buffer
     " 02 00 00 00"              // device
     " 00 10 00 00 00 00 00 00"  // size 4096
@@ -118,8 +124,9 @@ const char* const kGolden2 =
     " 60 61 62 63 64 65 66 67 68 69 6a 6b 6c 6d 6e 6f"
     " 70 71 72 73 74 75 76 77 78 79 7a 7b 7c 7d 7e 7f"
     " 92 10 00 00"  // pid 4242
-    " 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"
-    " 61 3c 0a ef";
+    " 00 00 00 00 00 00 00 00"  // no tag: legacy buffers belong to no pool
+    " 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"  // no key
+    " cf 91 7c 78";
 
 // One valid descriptor of each type and memory kind the format allows.
 std::vector<IpcDescriptor> valid_descriptors() {
@@ -137,12 +144,15 @@ std::vector<IpcDescriptor> valid_descriptors() {
   h.offset = 3 << 20;
   h.pool_id = sequence<16>(0x55, 7);
   h.exporter_pid = 1;
+  h.tag = 0x8000000000000001ull;
   all.push_back(h);
-  IpcDescriptor p = h;  // host shared pool: the arena's size, no offset
+  IpcDescriptor p = h;  // host shared pool: the arena's size, no offset, its key
   p.type = IpcType::pool;
   p.size = 64 << 20;
   p.offset = 0;
   p.exporter_pid = 0x7fffffff;
+  p.tag = 0;
+  p.pool_key = sequence<16>(0x91, 3);
   all.push_back(p);
   for (uint32_t kind : {kDevice, kPinned}) {  // exported driver pools: no size
     IpcDescriptor q = p;
@@ -162,7 +172,7 @@ Bytes raw_encode(const IpcDescriptor& d) {
   auto put = [&](size_t off, uint64_t v, int width) {
     for (int i = 0; i < width; ++i) b[off + i] = static_cast<uint8_t>(v >> (8 * i));
   };
-  put(8, 1, 2);
+  put(8, 2, 2);
   put(10, static_cast<uint16_t>(d.type), 2);
   put(12, d.memory_kind, 4);
   put(16, d.size, 8);
@@ -171,6 +181,8 @@ Bytes raw_encode(const IpcDescriptor& d) {
   std::memcpy(&b[48], d.pool_id.data(), 16);
   std::memcpy(&b[64], d.export_data.data(), 64);
   put(128, d.exporter_pid, 4);
+  put(132, d.tag, 8);
+  std::memcpy(&b[140], d.pool_key.data(), 16);
   put(156, cumem::core::ipc_crc32(b.data(), 156), 4);
   return b;
 }
@@ -216,12 +228,55 @@ void expect_equal(const IpcDescriptor& a, const IpcDescriptor& b) {
   EXPECT_EQ(a.pool_id, b.pool_id);
   EXPECT_EQ(a.export_data, b.export_data);
   EXPECT_EQ(a.exporter_pid, b.exporter_pid);
+  EXPECT_EQ(a.tag, b.tag);
+  EXPECT_EQ(a.pool_key, b.pool_key);
 }
 
 TEST(IpcCrc, MatchesTheStandardCheckValue) {
   const char* check = "123456789";
   EXPECT_EQ(cumem::core::ipc_crc32(reinterpret_cast<const uint8_t*>(check), 9), 0xCBF43926u);
   EXPECT_EQ(cumem::core::ipc_crc32(nullptr, 0), 0u);
+}
+
+// SipHash-2-4's reference vectors (key 00..0f, message 00..n-1).
+TEST(IpcTag, SipHashMatchesTheReferenceVectors) {
+  const cumem::core::IpcKey key = sequence<16>(0, 1);
+  const std::array<uint8_t, 64> message = sequence<64>(0, 1);
+  EXPECT_EQ(cumem::core::siphash24(key, message.data(), 0), 0x726fdb47dd0e0e31ull);
+  EXPECT_EQ(cumem::core::siphash24(key, message.data(), 1), 0x74f839c593dc67fdull);
+  EXPECT_EQ(cumem::core::siphash24(key, message.data(), 15), 0xa129ca6149be45e5ull);
+  EXPECT_EQ(cumem::core::siphash24(key, message.data(), 63), 0x958a324ceb064572ull);
+}
+
+// A descriptor signed with its pool's key is authentic under that key only,
+// and any change of a field it covers makes it unauthentic: a peer that
+// recomputes the CRC after a change (the CRC is no authentication) cannot
+// make a tag without the key.
+TEST(IpcTag, SignedDescriptorsAreAuthenticOnlyUnchangedAndUnderTheirKey) {
+  IpcDescriptor d = golden1();
+  d.tag = 0;
+  cumem::core::sign(d, kGoldenKey);
+  EXPECT_EQ(d.tag, golden1().tag) << "sign() agrees with the Python SipHash of the golden vector";
+  EXPECT_TRUE(cumem::core::authentic(d, kGoldenKey));
+  cumem::core::IpcKey other = kGoldenKey;
+  other[7] ^= 1;
+  EXPECT_FALSE(cumem::core::authentic(d, other));
+  const std::vector<std::function<void(IpcDescriptor&)>> changes = {
+      [](IpcDescriptor& x) { x.size += 1; },
+      [](IpcDescriptor& x) { x.size = UINT64_MAX; },
+      [](IpcDescriptor& x) { x.offset = 1; },
+      [](IpcDescriptor& x) { x.memory_kind = kPinned; },
+      [](IpcDescriptor& x) { x.device_uuid[9] ^= 0x40; },
+      [](IpcDescriptor& x) { x.pool_id[0] ^= 1; },
+      [](IpcDescriptor& x) { x.export_data[39] ^= 0x2f; },
+      [](IpcDescriptor& x) { x.exporter_pid += 1; },
+      [](IpcDescriptor& x) { x.tag ^= 1; },
+  };
+  for (size_t i = 0; i < changes.size(); ++i) {
+    IpcDescriptor x = d;
+    changes[i](x);
+    EXPECT_FALSE(cumem::core::authentic(x, kGoldenKey)) << "change " << i;
+  }
 }
 
 TEST(IpcDescriptor, GoldenVectorsEncodeAndDecode) {
@@ -292,12 +347,15 @@ TEST(IpcDescriptor, ForeignBytesAreNotADescriptor) {
 }
 
 TEST(IpcDescriptor, ForeignVersionsAreNamed) {
-  for (uint16_t version : {0, 2, 7, 0x100, 0xffff}) {
+  for (uint16_t version : {0, 1, 3, 7, 0x100, 0xffff}) {
     Bytes b = encoded(golden1());
     b[8] = static_cast<uint8_t>(version);
     b[9] = static_cast<uint8_t>(version >> 8);
     const std::string expected =
-        "format version " + std::to_string(version) + "; this libcumem reads version 1";
+        "format version " + std::to_string(version) + "; this libcumem reads version 2";
+    if (version == 1) {
+      EXPECT_HAS(decode_error(b), "had no authentication tag");
+    }
     EXPECT_HAS(decode_error(b), expected);  // before the CRC is looked at
     reseal(b);
     EXPECT_HAS(decode_error(b), expected);
@@ -305,17 +363,6 @@ TEST(IpcDescriptor, ForeignVersionsAreNamed) {
     Bytes longer = b;
     longer.resize(200, 0);
     EXPECT_HAS(decode_error(longer), expected);
-  }
-}
-
-TEST(IpcDescriptor, NonZeroReservedBytesAreRejected) {
-  for (size_t i = 132; i < 156; ++i) {
-    Bytes b = encoded(golden2());
-    b[i] = 0x01;
-    reseal(b);
-    char expected[64];
-    std::snprintf(expected, sizeof expected, "non-zero reserved bytes (byte %zu is 0x01)", i);
-    EXPECT_HAS(decode_error(b), expected);
   }
 }
 
@@ -395,6 +442,16 @@ std::vector<FieldCase> field_cases() {
       "has exporter pid 0, which is not a process id");
   add("pid 2^31", pool_buffer, [](IpcDescriptor& d) { d.exporter_pid = 0x80000000u; },
       "has exporter pid 2147483648, which is not a process id");
+  add("key in a buffer", pool_buffer, [](IpcDescriptor& d) { d.pool_key[5] = 1; },
+      "of a pool buffer carries a pool key; only a pool's own descriptor does");
+  add("key in a legacy buffer", legacy, [](IpcDescriptor& d) { d.pool_key[15] = 1; },
+      "carries a pool key");
+  add("pool without a key", device_pool, [](IpcDescriptor& d) { d.pool_key = {}; },
+      "of a pool has an all-zero key");
+  add("tag on a pool", host_pool, [](IpcDescriptor& d) { d.tag = 1; },
+      "of a pool has an authentication tag; only buffers of pools carry one");
+  add("tag on a legacy buffer", legacy, [](IpcDescriptor& d) { d.tag = 7; },
+      "of a legacy buffer has an authentication tag");
   return cases;
 }
 

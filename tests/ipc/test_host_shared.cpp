@@ -1,7 +1,12 @@
 // The whole IPC protocol on the host shared resource (memfd), through the
 // public C API and real processes: no GPU needed.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "ipc_test_util.hpp"
 
@@ -100,8 +105,13 @@ TEST_F(HostShared, ReexportedFromAnImportToAThirdProcess) {
         CHILD_CHECK(cumem_resource_get_allocation_handle(imported, &again), 5);
         cumem_ipc_descriptor_t d2;
         CHILD_CHECK(cumem_buffer_get_ipc_descriptor(opened, &d2), 6);
-        // The same memory travels on (only the exporter pid and the CRC change).
-        if (std::memcmp(d.bytes, d2.bytes, 128) != 0) return 7;
+        // The same descriptor travels on, byte for byte (issue 17, item 6:
+        // the exporter pid and so the CRC differed before).
+        if (std::memcmp(d.bytes, d2.bytes, sizeof d.bytes) != 0) return 7;
+        cumem_ipc_descriptor_t pool_a, pool_b;
+        CHILD_CHECK(cumem_allocation_handle_descriptor(h, &pool_a), 6);
+        CHILD_CHECK(cumem_allocation_handle_descriptor(again, &pool_b), 6);
+        if (std::memcmp(pool_a.bytes, pool_b.bytes, sizeof pool_a.bytes) != 0) return 7;
         int to_c = -1;
         const pid_t c = spawn([](int s) { return open_and_reply(s, 0x5a, 0x3c); }, to_c);
         CHILD_CHECK(cumem_ipc_send(to_c, again, &d2, 1), 8);
@@ -171,23 +181,27 @@ TEST_F(HostShared, BadDescriptorsAreRefusedSayingWhy) {
   CUMEM_ASSERT_OK(cumem_resource_allocate(other, 64, nullptr, &other_buffer));
   cumem_ipc_descriptor_t foreign;
   CUMEM_ASSERT_OK(cumem_buffer_get_ipc_descriptor(other_buffer, &foreign));
-  cumem_ipc_descriptor_t bad[4] = {descriptor, descriptor, descriptor, foreign};
+  cumem_ipc_descriptor_t bad[5] = {descriptor, descriptor, descriptor, foreign, descriptor};
   bad[0].bytes[70] ^= 0x01;                    // corrupted
-  put_u64(bad[1], 24, kCapacity - 16);         // offset: the range passes the file's end
+  put_u64(bad[1], 24, kCapacity - 16);         // offset past the file's end, CRC recomputed
   reseal(bad[1]);
-  bad[2].bytes[8] = 2;                         // a format version from the future
+  bad[2].bytes[8] = 3;                         // a format version from the future
   reseal(bad[2]);
+  put_u64(bad[4], 16, kCapacity);              // size forged, CRC recomputed (issue 17, item 1)
+  reseal(bad[4]);
   const pid_t child = spawn(
       [](int s) {
         cumem_allocation_handle_t* h = nullptr;
-        cumem_ipc_descriptor_t d[4];
+        cumem_ipc_descriptor_t d[5];
         uint32_t n = 0;
-        CHILD_CHECK(cumem_ipc_receive(s, &h, d, 4, &n), 2);
+        CHILD_CHECK(cumem_ipc_receive(s, &h, d, 5, &n), 2);
         cumem_resource_t* imported = nullptr;
         CHILD_CHECK(cumem_resource_from_allocation_handle(nullptr, h, &imported), 3);
-        const char* expected[4] = {"corrupted", "passes the end", "version 2",
-                                   "another pool"};
-        for (int i = 0; i < 4; ++i) {
+        // A field changed with the CRC recomputed fails the tag: only a
+        // holder of the pool's key can describe its memory.
+        const char* expected[5] = {"corrupted", "authentication tag does not match", "version 3",
+                                   "another pool", "authentication tag does not match"};
+        for (int i = 0; i < 5; ++i) {
           cumem_buffer_t* b = nullptr;
           const cumem_status_t st = cumem_buffer_from_ipc_descriptor(imported, &d[i], nullptr, &b);
           if (st != CUMEM_ERROR_INVALID_ARGUMENT || b != nullptr ||
@@ -206,7 +220,7 @@ TEST_F(HostShared, BadDescriptorsAreRefusedSayingWhy) {
         return 0;
       },
       socket);
-  CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, bad, 4));
+  CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, bad, 5));
   EXPECT_EQ(wait_exit_code(child), 0);
   close(socket);
   cumem_buffer_release(other_buffer);
@@ -298,6 +312,141 @@ TEST_F(HostShared, ResourcesThatCannotShareSaySo) {
   cumem_resource_t* zero = nullptr;
   CUMEM_EXPECT_ERROR(cumem_host_shared_resource_create(0, &zero), CUMEM_ERROR_INVALID_ARGUMENT,
                      "capacity");
+}
+
+// Issue 17, item 2: the shared file is sealed against shrinking and
+// growing, so a peer cannot shrink it under an importer's mapping (which
+// made the importer's next fill a SIGBUS); the importer keeps working.
+TEST_F(HostShared, TheSharedFileCannotBeShrunkUnderAnImporter) {
+  int32_t fd = -1;
+  CUMEM_ASSERT_OK(cumem_allocation_handle_fd(handle, &fd));
+  const int seals = fcntl(fd, F_GET_SEALS);
+  EXPECT_EQ(seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
+            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  int to_child = -1;
+  const pid_t child = spawn(
+      [](int s) {
+        cumem_allocation_handle_t* h = nullptr;
+        cumem_ipc_descriptor_t d;
+        uint32_t n = 0;
+        CHILD_CHECK(cumem_ipc_receive(s, &h, &d, 1, &n), 2);
+        cumem_resource_t* imported = nullptr;
+        CHILD_CHECK(cumem_resource_from_allocation_handle(nullptr, h, &imported), 3);
+        cumem_buffer_t* b = nullptr;
+        CHILD_CHECK(cumem_buffer_from_ipc_descriptor(imported, &d, nullptr, &b), 4);
+        const char ready = 'r';
+        if (write(s, &ready, 1) != 1) return 5;
+        char go = 0;
+        if (read(s, &go, 1) != 1) return 6;  // the exporter tried to shrink the file
+        CHILD_CHECK(cumem_buffer_fill(b, 0x77, 1, nullptr), 7);
+        cumem_buffer_t* copy = nullptr;
+        cumem_resource_t* host = nullptr;
+        CHILD_CHECK(cumem_host_resource_create(nullptr, &host), 8);
+        CHILD_CHECK(cumem_resource_allocate(host, 4096, nullptr, &copy), 8);
+        CHILD_CHECK(cumem_buffer_copy_to(b, copy, nullptr), 9);
+        cumem_buffer_release(copy);
+        cumem_resource_release(host);
+        cumem_buffer_release(b);
+        cumem_resource_release(imported);
+        cumem_allocation_handle_release(h);
+        return 0;
+      },
+      to_child);
+  ASSERT_GT(child, 0);
+  CUMEM_ASSERT_OK(cumem_ipc_send(to_child, handle, &descriptor, 1));
+  char ready = 0;
+  ASSERT_EQ(read(to_child, &ready, 1), 1);
+  // The exporter (or any peer holding the fd) cannot change the file's size.
+  EXPECT_NE(ftruncate(fd, 0), 0);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(ftruncate(fd, int64_t{kCapacity} * 2), 0);
+  EXPECT_NE(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), 0) << "no more seals can be added either";
+  const char go = 'g';
+  ASSERT_EQ(write(to_child, &go, 1), 1);
+  EXPECT_EQ(wait_exit_code(child), 0) << "the importer died or failed after the shrink attempt";
+  close(to_child);
+  EXPECT_EQ(byte(10), 0x77);
+}
+
+// ... and a file that is not sealed so is not imported: a peer that sends
+// its own memfd (or any file) with a forged pool descriptor gets a refusal.
+TEST_F(HostShared, AnUnsealedFileIsRefusedOnImport) {
+  cumem_ipc_descriptor_t pool;
+  CUMEM_ASSERT_OK(cumem_allocation_handle_descriptor(handle, &pool));
+  const int fds[2] = {memfd_create("unsealed", MFD_CLOEXEC),
+                      memfd_create("sealable-unsealed", MFD_CLOEXEC | MFD_ALLOW_SEALING)};
+  for (int fd : fds) {
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, kCapacity), 0);
+    cumem_allocation_handle_t* h = nullptr;
+    CUMEM_ASSERT_OK(cumem_allocation_handle_from_fd(&pool, fd, &h));  // owns fd
+    cumem_resource_t* imported = nullptr;
+    CUMEM_EXPECT_ERROR(cumem_resource_from_allocation_handle(nullptr, h, &imported),
+                       CUMEM_ERROR_INVALID_ARGUMENT, "sealed against shrinking and growing");
+    EXPECT_EQ(imported, nullptr);
+    cumem_allocation_handle_release(h);
+  }
+}
+
+// Issue 17, item 11: out of file descriptors, each call says so with its own
+// status (CUMEM_ERROR_OUT_OF_RESOURCES naming the limit), and a message
+// whose handle cannot be received is left unread, to be received once a
+// descriptor is free. In a child: it lowers its own limit.
+int exhaust_file_descriptors(int socket) {
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = static_cast<rlim_t>(open_fd_count() + 16);
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return 2;
+  std::vector<int> held;
+  auto fill = [&] {
+    for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) held.push_back(fd);
+  };
+  auto free_one = [&] {
+    close(held.back());
+    held.pop_back();
+  };
+  auto expect = [](cumem_status_t st, int code) {
+    if (st == CUMEM_ERROR_OUT_OF_RESOURCES &&
+        std::string(cumem_last_error_message()).find("RLIMIT_NOFILE") != std::string::npos)
+      return 0;
+    std::fprintf(stderr, "child: step %d: %s: %s\n", code, cumem_status_string(st),
+                 cumem_last_error_message());
+    return code;
+  };
+  fill();
+  cumem_resource_t* r = nullptr;
+  if (int rc = expect(cumem_host_shared_resource_create(4096, &r), 3)) return rc;
+  free_one();
+  CHILD_CHECK(cumem_host_shared_resource_create(4096, &r), 4);
+  fill();
+  cumem_allocation_handle_t* h = nullptr;
+  if (int rc = expect(cumem_resource_get_allocation_handle(r, &h), 5)) return rc;
+  // The parent's message carries a file descriptor: no room for it here.
+  const char ready = 'r';
+  if (write(socket, &ready, 1) != 1) return 6;
+  cumem_ipc_descriptor_t d;
+  uint32_t n = 0;
+  cumem_allocation_handle_t* got = nullptr;
+  if (int rc = expect(cumem_ipc_receive(socket, &got, &d, 1, &n), 7)) return rc;
+  if (got != nullptr) return 8;
+  free_one();
+  CHILD_CHECK(cumem_ipc_receive(socket, &got, &d, 1, &n), 9);  // the same message, intact
+  if (!got || n != 1) return 10;
+  cumem_allocation_handle_release(got);
+  for (int fd : held) close(fd);
+  cumem_resource_release(r);
+  return 0;
+}
+
+TEST_F(HostShared, OutOfFileDescriptorsEachCallSaysSoAndNoMessageIsLost) {
+  int socket = -1;
+  const pid_t child = spawn(exhaust_file_descriptors, socket);
+  ASSERT_GT(child, 0);
+  char ready = 0;
+  ASSERT_EQ(read(socket, &ready, 1), 1);
+  CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, &descriptor, 1));
+  EXPECT_EQ(wait_exit_code(child), 0);
+  close(socket);
 }
 
 }  // namespace

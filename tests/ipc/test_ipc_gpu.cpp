@@ -219,15 +219,151 @@ int wrong_pool(int socket) {
     std::fprintf(stderr, "wrong_pool: %s\n", cumem_last_error_message());
     return 5;
   }
-  // The right pool, but a size beyond what the driver maps.
+  // The right pool, but a forged size (CRC recomputed): the tag does not
+  // match, so nothing reaches the driver.
   if (cumem_buffer_from_ipc_descriptor(a, &d[1], nullptr, &b) != CUMEM_ERROR_INVALID_ARGUMENT ||
-      std::string(cumem_last_error_message()).find("the driver mapped") == std::string::npos) {
+      std::string(cumem_last_error_message()).find("authentication tag") == std::string::npos) {
     std::fprintf(stderr, "oversize: %s\n", cumem_last_error_message());
     return 7;
   }
   void* p = nullptr;
   if (cumem_resource_allocate_raw(a, 64, nullptr, &p) != CUMEM_ERROR_NOT_SUPPORTED) return 6;
   cumem_resource_release(a);
+  cumem_allocation_handle_release(h);
+  cumem_device_release(device);
+  return 0;
+}
+
+// Issue 17, item 1: a peer forges a descriptor's size (and recomputes the
+// CRC). The importer gets the pool and two descriptors, the valid one and
+// the forged one, and tries them in the order its role names; a forged
+// size is refused whatever was opened before, and the valid one still
+// opens and holds the pattern. Prints each step, so that a crash shows
+// where it happened.
+int forged(int socket, const std::string& order) {
+  cumem_device_t* device = nullptr;
+  CHILD_CHECK(cumem_device_get(0, &device), 2);
+  cumem_stream_t* stream = nullptr;
+  CHILD_CHECK(cumem_stream_create(device, nullptr, &stream), 2);
+  cumem_allocation_handle_t* h = nullptr;
+  cumem_ipc_descriptor_t d[2];
+  uint32_t n = 0;
+  CHILD_CHECK(cumem_ipc_receive(socket, &h, d, 2, &n), 3);
+  cumem_resource_t* pool = nullptr;
+  CHILD_CHECK(cumem_resource_from_allocation_handle(device, h, &pool), 4);
+  cumem_buffer_t* valid = nullptr;
+  auto open_valid = [&]() -> int {
+    std::fprintf(stderr, "forged/%s: opening the valid descriptor\n", order.c_str());
+    CHILD_CHECK(cumem_buffer_from_ipc_descriptor(pool, &d[0], stream, &valid), 5);
+    if (!holds(valid, kPattern, stream)) return 6;
+    return 0;
+  };
+  auto open_forged = [&]() -> int {
+    std::fprintf(stderr, "forged/%s: opening the forged descriptor\n", order.c_str());
+    cumem_buffer_t* b = nullptr;
+    const cumem_status_t st = cumem_buffer_from_ipc_descriptor(pool, &d[1], stream, &b);
+    std::fprintf(stderr, "forged/%s: -> %s: %s\n", order.c_str(), cumem_status_string(st),
+                 cumem_last_error_message());
+    if (st != CUMEM_ERROR_INVALID_ARGUMENT || b != nullptr) return 7;
+    return 0;
+  };
+  for (char step : order) {
+    int rc = 0;
+    if (step == 'v') rc = open_valid();
+    if (step == 'f') rc = open_forged();
+    if (step == 'c') {  // close and release the valid buffer
+      std::fprintf(stderr, "forged/%s: closing the valid buffer\n", order.c_str());
+      CHILD_CHECK(cumem_buffer_close(valid, stream), 8);
+      cumem_buffer_release(valid);
+      valid = nullptr;
+      CHILD_CHECK(cumem_stream_synchronize(stream), 8);
+    }
+    if (rc) return rc;
+  }
+  cumem_resource_statistics_t st = CUMEM_RESOURCE_STATISTICS_INIT;
+  cumem_buffer_release(valid);
+  CHILD_CHECK(cumem_resource_get_statistics(pool, &st), 9);
+  if (st.live_allocations != 0) return 10;
+  CHILD_CHECK(cumem_stream_synchronize(stream), 11);
+  cumem_resource_release(pool);
+  cumem_allocation_handle_release(h);
+  cumem_stream_release(stream);
+  cumem_device_release(device);
+  std::fprintf(stderr, "forged/%s: done\n", order.c_str());
+  return 0;
+}
+
+// End to end on the GPU: many random mutations of a valid descriptor, each
+// with its CRC recomputed (the CRC is no authentication), opened against
+// the imported pool. Every open either fails with a status or gives a
+// buffer no larger than the exported one; the process never dies; the
+// valid descriptor still opens afterwards. Fields are mutated one or a few
+// at a time so that the checks behind the first one are reached.
+int fuzz_open(int socket, unsigned seed, int rounds, bool legacy) {
+  cumem_device_t* device = nullptr;
+  CHILD_CHECK(cumem_device_get(0, &device), 2);
+  cumem_allocation_handle_t* h = nullptr;
+  cumem_ipc_descriptor_t valid;
+  uint32_t n = 0;
+  CHILD_CHECK(cumem_ipc_receive(socket, legacy ? nullptr : &h, &valid, 1, &n), 3);
+  cumem_resource_t* pool = nullptr;
+  if (legacy) {
+    CHILD_CHECK(cumem_legacy_device_resource_create(device, &pool), 4);
+  } else {
+    CHILD_CHECK(cumem_resource_from_allocation_handle(device, h, &pool), 4);
+  }
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto next = [&state] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  const uint64_t interesting[] = {0, 1, kBytes - 1, kBytes, kBytes + 1, uint64_t{2} << 20,
+                                  uint64_t{1} << 32, uint64_t{1} << 40, UINT64_MAX,
+                                  UINT64_MAX - kBytes, uint64_t{1} << 63};
+  int opened = 0;
+  for (int round = 0; round < rounds; ++round) {
+    cumem_ipc_descriptor_t d = valid;
+    const int edits = 1 + static_cast<int>(next() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const uint64_t pick = next();
+      switch (pick % 6) {
+        case 0: put_u64(d, 16, interesting[(pick >> 8) % 11]); break;            // size
+        case 1: put_u64(d, 24, interesting[(pick >> 8) % 11]); break;            // offset
+        case 2: d.bytes[64 + (pick >> 8) % 64] ^= static_cast<uint8_t>(1 + (pick >> 16) % 255); break;
+        case 3: d.bytes[8 + (pick >> 8) % 8] = static_cast<uint8_t>(pick >> 16); break;  // version, type, kind
+        case 4: d.bytes[32 + (pick >> 8) % 32] ^= static_cast<uint8_t>(1 + (pick >> 16) % 255); break;
+        default: d.bytes[(pick >> 8) % 156] = static_cast<uint8_t>(pick >> 16); break;
+      }
+    }
+    reseal(d);
+    if (std::getenv("CUMEM_IPC_FUZZ_VERBOSE")) {
+      std::fprintf(stderr, "fuzz round %d:", round);
+      for (size_t i = 0; i < sizeof d.bytes; ++i)
+        if (d.bytes[i] != valid.bytes[i] && i < 156) std::fprintf(stderr, " [%zu]=%02x", i, d.bytes[i]);
+      std::fprintf(stderr, "\n");
+    }
+    cumem_buffer_t* b = nullptr;
+    if (cumem_buffer_from_ipc_descriptor(pool, &d, nullptr, &b) != CUMEM_SUCCESS) continue;
+    ++opened;
+    size_t size = 0;
+    CHILD_CHECK(cumem_buffer_size(b, &size), 5);
+    if (size > kBytes) {
+      std::fprintf(stderr, "fuzz: round %d opened %zu bytes of a %zu-byte buffer\n", round, size,
+                   kBytes);
+      return 6;
+    }
+    CHILD_CHECK(cumem_buffer_close(b, nullptr), 7);
+    cumem_buffer_release(b);
+  }
+  cumem_buffer_t* b = nullptr;
+  CHILD_CHECK(cumem_buffer_from_ipc_descriptor(pool, &valid, nullptr, &b), 8);
+  if (!holds(b, kPattern, nullptr)) return 9;
+  cumem_buffer_release(b);
+  std::fprintf(stderr, "fuzz: seed %u, %d rounds, %d mutated descriptors opened\n", seed, rounds,
+               opened);
+  cumem_resource_release(pool);
   cumem_allocation_handle_release(h);
   cumem_device_release(device);
   return 0;
@@ -251,6 +387,19 @@ int run_child(const std::string& role, int socket) {
   if (role == "producer_that_exits") return producer_that_exits(socket);
   if (role == "wrong_pool") return wrong_pool(socket);
   if (role == "hang") return hang(socket);
+  if (role.rfind("forged_", 0) == 0) return forged(socket, role.substr(7));
+  if (role == "fuzz_open") {
+    const char* seed = std::getenv("CUMEM_IPC_FUZZ_SEED");
+    const char* rounds = std::getenv("CUMEM_IPC_FUZZ_ROUNDS");
+    return fuzz_open(socket, seed ? static_cast<unsigned>(std::atoi(seed)) : 1,
+                     rounds ? std::atoi(rounds) : 3000, false);
+  }
+  if (role == "fuzz_open_legacy") {
+    const char* seed = std::getenv("CUMEM_IPC_FUZZ_SEED");
+    const char* rounds = std::getenv("CUMEM_IPC_FUZZ_ROUNDS");
+    return fuzz_open(socket, seed ? static_cast<unsigned>(std::atoi(seed)) : 1,
+                     rounds ? std::atoi(rounds) : 3000, true);
+  }
   std::fprintf(stderr, "unknown role %s\n", role.c_str());
   return 99;
 }
@@ -484,6 +633,75 @@ TEST_F(IpcGpu, DescriptorOfAnotherPoolIsRefused) {
   close(socket);
   cumem_buffer_release(other_buffer);
   cumem_resource_release(other);
+  release_pool();
+}
+
+// Forged sizes (CRC recomputed) against device and pinned pools, tried
+// first, after the valid descriptor was opened and closed, and while it is
+// open: refused every time, never a crash (each importer is a process of
+// its own, so a crash is a failed exit code here).
+TEST_F(IpcGpu, ForgedSizesAreRefusedAndNeverCrashTheImporter) {
+  cumem_device_properties_t props = CUMEM_DEVICE_PROPERTIES_INIT;
+  CUMEM_ASSERT_OK(cumem_device_get_properties(device, &props));
+  const uint64_t sizes[] = {kBytes + 1, kBytes * 2, uint64_t{64} << 20, uint64_t{1} << 40,
+                            UINT64_MAX, UINT64_MAX - kBytes, 0};
+  const char* orders[] = {"fv", "vcfv", "vf", "fvcf"};
+  for (bool pinned : {false, true}) {
+    if (pinned && props.host_numa_id < 0) continue;  // IPC pinned pools need a NUMA node
+    make_pool(pinned);
+    for (uint64_t size : sizes) {
+      for (const char* order : orders) {
+        cumem_ipc_descriptor_t sent[2] = {descriptor, descriptor};
+        put_u64(sent[1], 16, size);
+        reseal(sent[1]);
+        int socket = -1;
+        const std::string role = std::string("forged_") + order;
+        const pid_t child = start_child(role.c_str(), socket);
+        ASSERT_GT(child, 0);
+        CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, sent, 2));
+        EXPECT_EQ(wait_exit_code(child), 0)
+            << (pinned ? "pinned" : "device") << " pool, forged size " << size << ", order "
+            << order << " (128 + n: killed by signal n)";
+        close(socket);
+      }
+    }
+    release_pool();
+  }
+}
+
+// The end-to-end fuzz above, on device and pinned pools
+// (CUMEM_IPC_FUZZ_SEED and CUMEM_IPC_FUZZ_ROUNDS choose another run).
+TEST_F(IpcGpu, MutatedDescriptorsWithRecomputedCrcsNeverCrashTheImporter) {
+  cumem_device_properties_t props = CUMEM_DEVICE_PROPERTIES_INIT;
+  CUMEM_ASSERT_OK(cumem_device_get_properties(device, &props));
+  for (bool pinned : {false, true}) {
+    if (pinned && props.host_numa_id < 0) continue;
+    make_pool(pinned);
+    int socket = -1;
+    const pid_t child = start_child("fuzz_open", socket);
+    ASSERT_GT(child, 0);
+    CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, &descriptor, 1));
+    EXPECT_EQ(wait_exit_code(child), 0) << (pinned ? "pinned" : "device")
+                                        << " pool (128 + n: killed by signal n)";
+    close(socket);
+    release_pool();
+  }
+}
+
+// Legacy descriptors carry no tag (no pool, no key): what reaches the
+// driver is its own IPC handle. Fuzzed the same way, to see that it holds.
+TEST_F(IpcGpu, MutatedLegacyDescriptorsNeverCrashTheImporter) {
+  CUMEM_ASSERT_OK(cumem_legacy_device_resource_create(device, &pool));
+  CUMEM_ASSERT_OK(cumem_resource_allocate(pool, kBytes, stream, &buffer));
+  CUMEM_ASSERT_OK(cumem_buffer_fill(buffer, kPattern, 4, stream));
+  CUMEM_ASSERT_OK(cumem_stream_synchronize(stream));
+  CUMEM_ASSERT_OK(cumem_buffer_get_ipc_descriptor(buffer, &descriptor));
+  int socket = -1;
+  const pid_t child = start_child("fuzz_open_legacy", socket);
+  ASSERT_GT(child, 0);
+  CUMEM_ASSERT_OK(cumem_ipc_send(socket, nullptr, &descriptor, 1));
+  EXPECT_EQ(wait_exit_code(child), 0) << "(128 + n: killed by signal n)";
+  close(socket);
   release_pool();
 }
 

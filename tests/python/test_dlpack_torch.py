@@ -77,4 +77,47 @@ def test_torch_tensors_import():
         assert "not contiguous" in e.message, e.message
 
 
-run([test_torch_sees_libcumem_bytes, test_typed_export, test_torch_tensors_import])
+SPIN_THEN_FILL = r"""
+extern "C" __global__ void spin_then_fill(unsigned int* words, unsigned long long n,
+                                          unsigned int value, unsigned long long spin_ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < spin_ns);
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x)
+    words[i] = value;
+}
+"""
+
+
+def test_cpu_consumer_waits_for_queued_work():
+    """Issue 17, item 10: a CPU consumer (kDLCPU) of pinned or managed memory
+    gets the data after the work queued on it: a kernel that spins 300 ms and
+    then fills the buffer, launched just before the export."""
+    import ctypes
+    try:
+        kernel = cumem.Program.compile(0, SPIN_THEN_FILL).load().get_kernel("spin_then_fill")
+    except cumem.CumemError as e:
+        if e.status_name == "CUMEM_ERROR_NO_COMPILER":
+            print(f"     skipped: {e.message}")
+            return
+        raise
+    size = 4 << 20
+    for name, r in kinds():
+        if name not in ("pinned", "legacy_pinned", "managed"):
+            continue
+        b = r.allocate(size)
+        b.fill(0)
+        cumem.launch(kernel, None, (64, 1, 1), (256, 1, 1), b, ctypes.c_ulonglong(size // 4),
+                     ctypes.c_uint(0x01010101), ctypes.c_ulonglong(300_000_000))
+        t = torch.from_dlpack(b.dlpack_view(device_type=cumem.DLDeviceType.kDLCPU))
+        assert t.device.type == "cpu", (name, t.device)
+        total = int(t.sum())
+        assert total == size, f"{name}: the CPU consumer read {total} of {size} ones: unfinished data"
+        print(f"     {name}: the CPU consumer saw the kernel's {size} bytes")
+        del t
+        b.release()
+
+
+run([test_torch_sees_libcumem_bytes, test_typed_export, test_torch_tensors_import,
+     test_cpu_consumer_waits_for_queued_work])

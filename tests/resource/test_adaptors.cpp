@@ -237,6 +237,34 @@ TEST_F(Adaptors, AlignedHandsOutAlignedAddressesAndPadsOnlyWhenNeeded) {
   CUMEM_ASSERT_OK(cumem_resource_release(big));
 }
 
+// Issue 17, item 7: the wrong size is refused also where the upstream's
+// address needed no padding (a host resource aligned to 4096 under an
+// adaptor of 256), and so is an address the adaptor never handed out.
+TEST_F(Adaptors, AlignedRefusesAWrongSizeWhenNothingWasPadded) {
+  cumem_host_resource_options_t ho = CUMEM_HOST_RESOURCE_OPTIONS_INIT;
+  ho.alignment = 4096;
+  cumem_resource_t* h4096 = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(&ho, &h4096));
+  cumem_resource_t* a = nullptr;
+  CUMEM_ASSERT_OK(cumem_aligned_resource_create(h4096, 256, &a));
+  void* p = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(a, 1000, nullptr, &p));
+  EXPECT_EQ(statistics_of(h4096).bytes_in_use, 1000u) << "nothing padded";
+  CUMEM_EXPECT_ERROR(cumem_resource_deallocate_raw(a, p, 900, nullptr),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "1000 bytes, not 900");
+  EXPECT_EQ(statistics_of(a).live_allocations, 1u) << "nothing was freed";
+  EXPECT_EQ(statistics_of(h4096).bytes_in_use, 1000u);
+  int local = 0;
+  CUMEM_EXPECT_ERROR(cumem_resource_deallocate_raw(a, &local, 4, nullptr),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "did not hand out this address");
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(a, p, 1000, nullptr));
+  EXPECT_EQ(statistics_of(a).live_allocations, 0u);
+  EXPECT_EQ(statistics_of(a).bytes_in_use, 0u);
+  EXPECT_EQ(statistics_of(h4096).bytes_in_use, 0u);
+  CUMEM_ASSERT_OK(cumem_resource_release(a));
+  CUMEM_ASSERT_OK(cumem_resource_release(h4096));
+}
+
 TEST_F(Adaptors, AlignedRefusesBadAlignments) {
   cumem_resource_t* r = nullptr;
   for (size_t bad : {size_t{0}, size_t{3}, size_t{96}, (size_t{1} << 30) + 1, size_t{1} << 31})

@@ -66,3 +66,36 @@ TEST_F(CachingGpu, AllocatingOrFreeingOnACapturingStreamIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// Issue 17, item 5: trim(0) gives the memory back to the system, so a new
+// pool under the cache reserves nothing afterwards (the cache's frees are
+// stream-ordered: the trim must come after them).
+TEST_F(CachingGpu, TrimGivesThePoolsMemoryBackToTheSystem) {
+  cumem_pool_options_t po = CUMEM_POOL_OPTIONS_INIT;
+  po.new_pool = CUMEM_TRUE;
+  cumem_resource_t* pool = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, &po, &pool));
+  cumem_resource_t* cache = nullptr;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(pool, &cache));
+  cumem_stream_t* stream = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &stream));
+  for (int round = 0; round < 3; ++round) {
+    void* p[10] = {};
+    for (void*& x : p) CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 64 << 10, stream, &x));
+    for (void* x : p) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, x, 64 << 10, stream));
+    cumem_pool_attributes_t a = CUMEM_POOL_ATTRIBUTES_INIT;
+    CUMEM_ASSERT_OK(cumem_resource_pool_get_attributes(pool, &a));
+    EXPECT_GT(a.reserved_mem_current, 0u);
+    CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
+    CUMEM_ASSERT_OK(cumem_resource_pool_get_attributes(pool, &a));
+    EXPECT_EQ(a.reserved_mem_current, 0u) << "round " << round << ": the pool kept its memory";
+    EXPECT_EQ(a.used_mem_current, 0u);
+  }
+  cumem_stream_release(stream);
+  cumem_resource_release(cache);
+  cumem_resource_release(pool);
+}
+
+}  // namespace

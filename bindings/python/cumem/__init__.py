@@ -143,15 +143,26 @@ def _device(d):
 class Stream(_Handle):
     _release = staticmethod(lib.cumem_stream_release)
 
-    def __init__(self, device=0, _handle=None):
+    def __init__(self, device=0, _handle=None, _owner=None):
         self.device = _device(device)
+        # A wrapped stream's owner (a cuda.core, CuPy or PyTorch stream
+        # object): kept alive as long as this object, and so as long as any
+        # buffer that may still queue work on the stream.
+        self._owner = _owner
         super().__init__(_handle or _out(lib.cumem_stream_create, self.device.handle, None))
 
     @classmethod
-    def wrap(cls, device, native):
-        """A foreign CUstream (an int), not owned."""
+    def wrap(cls, device, native, owner=None):
+        """A stream created elsewhere, not owned: `native` is the CUstream (an
+        int) or an object with __cuda_stream__ (cuda.core, CuPy, PyTorch
+        streams). libcumem never destroys it; the object it came from (that
+        one, or `owner`) is kept alive while this Stream and every buffer
+        allocated or freed on it live, so its CUstream outlives their use."""
+        if hasattr(native, "__cuda_stream__"):
+            owner = native if owner is None else owner
+            _version, native = native.__cuda_stream__()
         d = _device(device)
-        return cls(d, _out(lib.cumem_stream_wrap, d.handle, _V(int(native))))
+        return cls(d, _out(lib.cumem_stream_wrap, d.handle, _V(int(native))), owner)
 
     @classmethod
     def legacy_default(cls, device=0):
@@ -238,7 +249,9 @@ class Resource(_Handle):
             raise
 
     def allocate(self, size, stream=None):
-        return Buffer(_out(lib.cumem_resource_allocate, self.handle, int(size), _stream(stream)))
+        b = Buffer(_out(lib.cumem_resource_allocate, self.handle, int(size), _stream(stream)))
+        b._stream = stream  # its deallocation stream: kept alive with the buffer
+        return b
 
     def statistics(self):
         s = _lib.ResourceStatistics(ctypes.sizeof(_lib.ResourceStatistics))

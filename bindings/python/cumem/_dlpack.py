@@ -4,6 +4,7 @@ import ctypes
 from . import _lib
 from ._lib import lib
 from . import _check, _out, _stream, _Handle, Device, Stream, DLDeviceType, MEMORY_KINDS
+from . import device_count
 
 _V = ctypes.c_void_p
 
@@ -120,7 +121,9 @@ class Buffer(_Handle):
         _check(lib.cumem_buffer_close(self.handle, _stream(stream)))
 
     def slice(self, offset, length):
-        return Buffer(_out(lib.cumem_buffer_slice, self.handle, int(offset), int(length)))
+        view = Buffer(_out(lib.cumem_buffer_slice, self.handle, int(offset), int(length)))
+        view._parent = self  # which keeps its deallocation stream's owner alive
+        return view
 
     def copy_to(self, dst=None, stream=None):
         """Copies the whole buffer into `dst` (same size); with no `dst`, into a
@@ -238,8 +241,10 @@ class Buffer(_Handle):
             device_type = int(tuple(dl_device)[0])
         natural = self.__dlpack_device__()
         kind = device_type or natural[0]
-        if stream is not None and stream != -1 and kind in (DLDeviceType.kDLCUDA,
-                                                             DLDeviceType.kDLCUDAManaged):
+        if kind == DLDeviceType.kDLCPU:
+            self._ready_for_host()
+        elif stream is not None and stream != -1 and kind in (DLDeviceType.kDLCUDA,
+                                                               DLDeviceType.kDLCUDAManaged):
             self._order_before(int(stream), natural[1])
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         try:
@@ -254,6 +259,18 @@ class Buffer(_Handle):
         of to_dlpack: dtype, shape, strides, byte_offset, device_type,
         read_only), for from_dlpack of libraries that take only an object."""
         return _View(self, options)
+
+    def _ready_for_host(self):
+        # DLPack: the producer makes the data ready for its consumer. A CPU
+        # consumer reads pinned or managed memory on the host, after any
+        # GPU work on it: libcumem does not know which streams that work
+        # used, so the device (for pinned memory, every device) is waited for.
+        i = self.info()
+        if MEMORY_KINDS[i.memory_kind] not in ("pinned", "managed"):
+            return  # host memory: libcumem's work on it is synchronous
+        ordinals = [i.device_id] if i.device_id >= 0 else range(device_count())
+        for d in ordinals:
+            Device(d).synchronize()
 
     @staticmethod
     def _order_before(consumer, device_id):
@@ -280,8 +297,10 @@ class _View:
         if copy:
             raise BufferError("libcumem buffers are exported without copies (copy=True asked)")
         dev = self.__dlpack_device__()
-        if stream is not None and stream != -1 and dev[0] in (DLDeviceType.kDLCUDA,
-                                                              DLDeviceType.kDLCUDAManaged):
+        if dev[0] == DLDeviceType.kDLCPU:
+            self._buffer._ready_for_host()
+        elif stream is not None and stream != -1 and dev[0] in (DLDeviceType.kDLCUDA,
+                                                                DLDeviceType.kDLCUDAManaged):
             Buffer._order_before(int(stream), dev[1])
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         return self._buffer.to_dlpack(versioned=versioned, **self._options)

@@ -52,6 +52,7 @@ pub const CUMEM_ERROR_NO_COMPILER: cumem_status_t = 12;
 pub const CUMEM_ERROR_COMPILATION: cumem_status_t = 13;
 pub const CUMEM_ERROR_NOT_FOUND: cumem_status_t = 14;
 pub const CUMEM_ERROR_INVALID_LAUNCH_CONFIG: cumem_status_t = 15;
+pub const CUMEM_ERROR_OUT_OF_RESOURCES: cumem_status_t = 16;
 pub const CUMEM_ERROR_INTERNAL: cumem_status_t = 99;
 
 // ---------------------------------------------------------------------------

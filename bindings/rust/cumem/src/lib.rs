@@ -57,6 +57,7 @@ impl Status {
     pub const COMPILATION: Status = Status(sys::CUMEM_ERROR_COMPILATION);
     pub const NOT_FOUND: Status = Status(sys::CUMEM_ERROR_NOT_FOUND);
     pub const INVALID_LAUNCH_CONFIG: Status = Status(sys::CUMEM_ERROR_INVALID_LAUNCH_CONFIG);
+    pub const OUT_OF_RESOURCES: Status = Status(sys::CUMEM_ERROR_OUT_OF_RESOURCES);
     pub const INTERNAL: Status = Status(sys::CUMEM_ERROR_INTERNAL);
 
     /// The code's name from `cumem_status_string`, e.g.
