@@ -14,6 +14,9 @@
 //   5. pinned 1 MiB pairs;
 //   6. copies through buffers against cuMemcpyAsync, and a 64 B copy;
 //   7. the cost of one C ABI call against a plain function call.
+// The caching adaptor with expandable segments (issue 18) runs beside the
+// plain one in 1-3, and 3b gives the device memory every allocator takes at
+// the peak of the RMM-shaped trace (cuMemGetInfo after each allocation).
 // Built where PyTorch's C++ headers are found (bench/meson.build).
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -241,6 +244,7 @@ struct Env {
   cumem_device_t* device = nullptr;
   cumem_resource_t* pool = nullptr;   // libcumem device resource (the default pool)
   cumem_resource_t* cache = nullptr;  // caching adaptor over it
+  cumem_resource_t* expandable = nullptr;  // caching adaptor with expandable segments over it
   CUmemoryPool cu_pool = nullptr;
   cumem::Resource facade_cache;
 };
@@ -340,6 +344,51 @@ __attribute__((noinline)) int fake_size(const FakeBuffer* b, size_t* out) {
 
 double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : 0; }
 
+// An expandable caching adaptor over `pool` with pages of `page_size`
+// bytes (0: the default, 20 MiB); NULL (and a message) if it cannot be made.
+cumem_resource_t* make_expandable(cumem_resource_t* pool, uint64_t page_size) {
+  cumem_caching_resource_options_t o = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+  o.expandable = CUMEM_TRUE;
+  o.page_size = page_size;
+  cumem_resource_t* r = nullptr;
+  if (cumem_caching_resource_create_with_options(pool, &o, &r) != CUMEM_SUCCESS) {
+    std::printf("bench_peers: %s\n", cumem_last_error_message());
+    return nullptr;
+  }
+  return r;
+}
+
+// Runs a trace twice (the second run finds the caches filled) and returns
+// the device memory taken at the peak: the drop of cuMemGetInfo's free
+// memory from before the first run to its lowest, read after every
+// allocation (0 when an allocation failed).
+uint64_t device_memory_at_peak(const Allocator& a, const Trace& t, const Streams& s) {
+  cudaDeviceSynchronize();
+  size_t free = 0, total = 0;
+  cudaMemGetInfo(&free, &total);
+  const size_t start = free;
+  size_t lowest = free;
+  std::vector<std::pair<void*, uint64_t>> slots(t.slots);
+  bool ok = true;
+  for (int run = 0; run < 2; ++run) {
+    for (const Op& op : t.ops) {
+      auto& [p, size] = slots[op.slot];
+      if (op.size) {
+        p = a.allocate(a.ctx, op.size, s);
+        size = op.size;
+        ok = ok && p;
+        cudaMemGetInfo(&free, &total);
+        lowest = std::min(lowest, free);
+      } else if (p) {
+        ok = a.deallocate(a.ctx, p, size, s) && ok;
+        p = nullptr;
+      }
+    }
+  }
+  cudaStreamSynchronize(s.cuda);
+  return ok ? start - lowest : 0;
+}
+
 }  // namespace
 
 int main() {
@@ -372,6 +421,8 @@ int main() {
     return 1;
   }
   env.cu_pool = static_cast<CUmemoryPool>(native_pool);
+  env.expandable = make_expandable(env.pool, 0);
+  if (!env.expandable) return 1;
   cumem_resource_retain(env.cache);
   env.facade_cache = cumem::Resource::adopt(env.cache);
 
@@ -384,6 +435,8 @@ int main() {
                                env.cache};
   const Allocator cache_facade{"libcumem caching, C++", nullptr, nullptr, &env, facade_pair};
   const Allocator legacy{"cuMemAlloc + cuMemFree", legacy_allocate, legacy_deallocate, nullptr};
+  const Allocator expandable_raw{"libcumem expandable, raw", raw_allocate, raw_deallocate,
+                                 env.expandable};
 
   Streams main_stream;
   cudaStreamCreateWithFlags(&main_stream.cuda, cudaStreamNonBlocking);
@@ -391,8 +444,9 @@ int main() {
 
   // 1. Pair latency.
   const size_t sizes[] = {256, 64 * KiB, 1 * MiB, 64 * MiB};
-  const Allocator* latency_rows[] = {&driver_pool, &runtime,     &torch,        &device_raw,
-                                     &cache_raw,   &cache_buffer, &cache_facade, &legacy};
+  const Allocator* latency_rows[] = {&driver_pool, &runtime,      &torch,
+                                     &device_raw,  &cache_raw,    &cache_buffer,
+                                     &cache_facade, &expandable_raw, &legacy};
   std::map<std::string, std::vector<Latency>> lat;
   std::printf("1. allocate + free pair, one stream: min / median of 7 repetitions (ns)\n");
   std::printf("%-28s %15s %15s %15s %15s\n", "", "256 B", "64 KiB", "1 MiB", "64 MiB");
@@ -422,21 +476,22 @@ int main() {
   const int thread_counts[] = {1, 2, 4, 8, 16};
   for (int t : thread_counts) std::printf(" %8d", t);
   std::printf("\n");
-  const Allocator* thread_rows[] = {&driver_pool, &torch, &device_raw, &cache_raw, &cache_buffer};
+  const Allocator* thread_rows[] = {&driver_pool, &torch, &device_raw, &cache_raw, &cache_buffer,
+                                    &expandable_raw};
   for (const Allocator* a : thread_rows) {
-    const bool fast = a == &cache_raw || a == &cache_buffer;
+    const bool fast = a == &cache_raw || a == &cache_buffer || a == &expandable_raw;
+    cumem_resource_t* cache = a == &expandable_raw ? env.expandable : env.cache;
     std::printf("%-28s", a->name);
     for (int t : thread_counts)
-      std::printf(" %8.2f",
-                  pairs_per_second(*a, env.device, env.cache, t, fast ? 400000 : 20000) / 1e6);
+      std::printf(" %8.2f", pairs_per_second(*a, env.device, cache, t, fast ? 400000 : 20000) / 1e6);
     std::printf("\n");
   }
 
   // 3. Random traces.
   const Trace rmm = random_trace(100000, 4096, 256, 8 * MiB, 42);
   const Trace big = random_trace(100000, 2000, 256, 64 * MiB, 43);
-  const Allocator* trace_rows[] = {&driver_pool, &runtime, &torch, &device_raw, &cache_raw,
-                                   &cache_buffer};
+  const Allocator* trace_rows[] = {&driver_pool, &runtime,      &torch,         &device_raw,
+                                   &cache_raw,   &cache_buffer, &expandable_raw};
   for (const auto& [title, trace] : {std::pair<const char*, const Trace*>{"RMM random_allocations: 100 k operations, 256 B - 8 MiB, <= 4096 live", &rmm},
                                      std::pair<const char*, const Trace*>{"100 k operations, 256 B - 64 MiB, <= 2000 live", &big}}) {
     std::printf("\n3. random trace, %s; peak in use %.0f MiB\n", title,
@@ -451,6 +506,11 @@ int main() {
       cumem_resource_t* fresh = nullptr;
       if (a.ctx == env.cache) {
         cumem_caching_resource_create(env.pool, &fresh);
+        a.ctx = fresh;
+      } else if (a.ctx == env.expandable) {
+        // Its large blocks are its own pages, not the pool's: its own peak
+        // (last column) is what it reserved; the pool's holds its small blocks.
+        fresh = make_expandable(env.pool, 0);
         a.ctx = fresh;
       }
       reset_reserved(env, is_torch);
@@ -468,6 +528,44 @@ int main() {
     }
   }
   reset_reserved(env, true);
+
+  // 3b. Device memory taken at the peak of the RMM-shaped trace, the same
+  // measure for every allocator (cuMemGetInfo after each allocation), over
+  // two runs from empty caches.
+  {
+    std::printf("\n3b. RMM-shaped trace: device memory taken at the peak (cuMemGetInfo), peak in use"
+                " %.0f MiB\n", double(rmm.peak_in_use) / MiB);
+    std::printf("%-34s %12s %14s %12s\n", "", "taken (MiB)", "/ peak in use", "/ PyTorch");
+    cumem_resource_t* plain = nullptr;
+    cumem_caching_resource_create(env.pool, &plain);
+    cumem_resource_t* expandable_2 = make_expandable(env.pool, 2 * MiB);
+    cumem_resource_t* expandable_20 = make_expandable(env.pool, 20 * MiB);
+    cumem_resource_t* expandable_64 = make_expandable(env.pool, 64 * MiB);
+    const Allocator rows[] = {
+        {"PyTorch caching", torch_allocate, torch_deallocate, nullptr},
+        {"libcumem device resource", raw_allocate, raw_deallocate, env.pool},
+        {"libcumem caching", raw_allocate, raw_deallocate, plain},
+        {"libcumem expandable, 2 MiB pages", raw_allocate, raw_deallocate, expandable_2},
+        {"libcumem expandable, 20 MiB pages", raw_allocate, raw_deallocate, expandable_20},
+        {"libcumem expandable, 64 MiB pages", raw_allocate, raw_deallocate, expandable_64},
+    };
+    double torch_mib = 0;
+    for (const Allocator& a : rows) {
+      if (!a.ctx && a.allocate != torch_allocate) continue;
+      const bool is_torch = a.allocate == torch_allocate;
+      reset_reserved(env, true);
+      for (cumem_resource_t* c : {plain, expandable_2, expandable_20, expandable_64})
+        if (c) cumem_caching_resource_trim(c, 0);
+      const double mib = double(device_memory_at_peak(a, rmm, main_stream)) / MiB;
+      if (is_torch) torch_mib = mib;
+      std::printf("%-34s %12.0f %14.3f %12.3f\n", a.name, mib, mib * MiB / double(rmm.peak_in_use),
+                  ratio(mib, torch_mib));
+    }
+    cudaDeviceSynchronize();
+    for (cumem_resource_t* c : {plain, expandable_2, expandable_20, expandable_64})
+      cumem_resource_release(c);
+    reset_reserved(env, true);
+  }
 
   // 4. Replay of a log.
   {
@@ -624,6 +722,7 @@ int main() {
   cumem_stream_release(main_stream.cumem);
   cudaStreamDestroy(main_stream.cuda);
   env.facade_cache = cumem::Resource();
+  cumem_resource_release(env.expandable);
   cumem_resource_release(env.cache);
   cumem_resource_release(env.pool);
   cumem_device_release(env.device);

@@ -22,10 +22,11 @@ const cumem_api_t table = {
 static_assert(offsetof(cumem_api_t, cumem_version) == 8, "version 1 of the table moved");
 static_assert(offsetof(cumem_api_t, cumem_get_log_level) == 8 + 148 * sizeof(void*),
               "version 1 of the table moved: functions are only appended, in a new version");
-// Version 2 (release 1.1, not released yet) starts right after version 1:
-// a function added to version 1 would move it.
-static_assert(offsetof(cumem_api_t, cumem_device_get_memory_resource) == 8 + 149 * sizeof(void*),
+// While version 1 is the newest, the table is exactly its 149 functions;
+// once version 2 exists, its members follow cumem_get_log_level (above).
+static_assert(CUMEM_API_TABLE_VERSION > 1 || sizeof(cumem_api_t) == 8 + 149 * sizeof(void*),
               "version 1 is frozen: a new function goes in version 2 (docs/ABI.md)");
+static_assert(sizeof(cumem_api_t) >= 8 + 149 * sizeof(void*), "version 1 lost members");
 
 }  // namespace
 }  // namespace cumem::capi

@@ -26,6 +26,8 @@ class Program;
 class Library;
 class Kernel;
 class AllocationHandle;
+class VirtualIpcHandle;
+class Graph;
 }  // namespace cumem::core
 
 namespace cumem::capi {
@@ -48,6 +50,8 @@ CUMEM_CAPI_TRAITS(cumem_program_t, Program, program)
 CUMEM_CAPI_TRAITS(cumem_library_t, Library, library)
 CUMEM_CAPI_TRAITS(cumem_kernel_t, Kernel, kernel)
 CUMEM_CAPI_TRAITS(cumem_allocation_handle_t, AllocationHandle, allocation_handle)
+CUMEM_CAPI_TRAITS(cumem_virtual_ipc_handle_t, VirtualIpcHandle, virtual_ipc_handle)
+CUMEM_CAPI_TRAITS(cumem_graph_t, Graph, graph)
 #undef CUMEM_CAPI_TRAITS
 
 [[noreturn]] inline void null_argument(const char* name) {

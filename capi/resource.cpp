@@ -184,6 +184,33 @@ CUMEM_EXPORT cumem_status_t cumem_caching_resource_create(cumem_resource_t* upst
 }
 
 namespace {
+const cumem_caching_resource_options_t default_caching_options =
+    CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+}  // namespace
+
+CUMEM_EXPORT void cumem_caching_resource_options_init(cumem_caching_resource_options_t* options) {
+  if (options) *options = default_caching_options;
+}
+
+CUMEM_EXPORT cumem_status_t cumem_caching_resource_create_with_options(
+    cumem_resource_t* upstream, const cumem_caching_resource_options_t* options,
+    cumem_resource_t** out_resource) {
+  CUMEM_TRY
+  Ref<Resource> u = ref(upstream, "upstream");
+  out(out_resource, "out_resource");
+  const auto o = read_options(options, default_caching_options, "options");
+  CachingOptions c;
+  c.expandable = o.expandable != 0;
+  c.page_size = o.page_size;
+  if (!c.expandable && c.page_size != 0)
+    fail(Status::invalid_argument, "options->page_size is " + std::to_string(c.page_size) +
+                                       " but options->expandable is false; a page size applies "
+                                       "to expandable segments only (leave it 0)");
+  *out_resource = to_handle<cumem_resource_t>(create_caching_resource(std::move(u), c));
+  CUMEM_CATCH
+}
+
+namespace {
 Caching& caching_of(const cumem_resource_t* resource) {
   const Resource& r = object(resource, "resource");
   auto* c = dynamic_cast<Caching*>(const_cast<Resource*>(&r));
@@ -206,6 +233,8 @@ CUMEM_EXPORT cumem_status_t cumem_caching_resource_get_statistics(
   v.misses = c.misses;
   v.stream_reuses = c.stream_reuses;
   v.oom_retries = c.oom_retries;
+  v.pages_mapped = c.pages_mapped;
+  v.pages_unmapped = c.pages_unmapped;
   write_out_struct(stats, v);
   CUMEM_CATCH
 }

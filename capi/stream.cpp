@@ -129,6 +129,19 @@ CUMEM_EXPORT cumem_status_t cumem_stream_end_capture(const cumem_stream_t* strea
   CUMEM_CATCH
 }
 
+CUMEM_EXPORT cumem_status_t cumem_stream_get_capture_info(const cumem_stream_t* stream,
+                                                          cumem_capture_info_t* info) {
+  CUMEM_TRY
+  const Stream* s = optional(stream, "stream");
+  check_out_struct(info, "info");
+  const CaptureInfo c = capture_info(s);
+  cumem_capture_info_t v = CUMEM_CAPTURE_INFO_INIT;
+  v.status = static_cast<cumem_capture_status_t>(c.status);
+  v.id = c.id;
+  write_out_struct(info, v);
+  CUMEM_CATCH
+}
+
 CUMEM_EXPORT cumem_status_t cumem_stream_query(const cumem_stream_t* stream,
                                                cumem_bool_t* out_done) {
   CUMEM_TRY

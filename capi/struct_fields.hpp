@@ -118,6 +118,12 @@ CUMEM_STRUCT_FIELDS(cumem_dlpack_options_t, "cumem_dlpack_options_init()",
   CUMEM_FIELD(strides), CUMEM_FIELD(byte_offset), CUMEM_FIELD(device_type),
   CUMEM_FIELD(read_only))
 
+CUMEM_STRUCT_FIELDS(cumem_virtual_resource_options_t, "cumem_virtual_resource_options_init()",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(location), CUMEM_FIELD(granularity),
+  CUMEM_FIELD(handle_types), CUMEM_FIELD(gpu_direct_rdma), CUMEM_FIELD(address_hint),
+  CUMEM_FIELD(alignment), CUMEM_FIELD(chunk_size), CUMEM_FIELD(reserve_size),
+  CUMEM_FIELD(peers), CUMEM_FIELD(peer_count), CUMEM_FIELD(peers_read_only))
+
 // Read by cumem_resource_pool_set_attributes, written by _get_attributes.
 CUMEM_STRUCT_FIELDS(cumem_pool_attributes_t, "cumem_resource_pool_get_attributes() or CUMEM_POOL_ATTRIBUTES_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reuse_follow_event_dependencies),
@@ -152,7 +158,11 @@ CUMEM_STRUCT_FIELDS(cumem_resource_callbacks_t, "CUMEM_RESOURCE_CALLBACKS_INIT",
 CUMEM_STRUCT_FIELDS(cumem_caching_statistics_t, "CUMEM_CACHING_STATISTICS_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(bytes_cached),
   CUMEM_FIELD(bytes_reserved), CUMEM_FIELD(peak_bytes_reserved), CUMEM_FIELD(hits),
-  CUMEM_FIELD(misses), CUMEM_FIELD(stream_reuses), CUMEM_FIELD(oom_retries))
+  CUMEM_FIELD(misses), CUMEM_FIELD(stream_reuses), CUMEM_FIELD(oom_retries),
+  CUMEM_FIELD(pages_mapped), CUMEM_FIELD(pages_unmapped))
+
+CUMEM_STRUCT_FIELDS(cumem_caching_resource_options_t, "cumem_caching_resource_options_init()",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(expandable), CUMEM_FIELD(page_size))
 
 CUMEM_STRUCT_FIELDS(cumem_resource_statistics_t, "CUMEM_RESOURCE_STATISTICS_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(bytes_in_use),
@@ -169,6 +179,23 @@ CUMEM_STRUCT_FIELDS(cumem_kernel_attributes_t, "CUMEM_KERNEL_ATTRIBUTES_INIT",
   CUMEM_FIELD(const_size_bytes), CUMEM_FIELD(local_size_bytes), CUMEM_FIELD(num_regs),
   CUMEM_FIELD(ptx_version), CUMEM_FIELD(binary_version),
   CUMEM_FIELD(max_dynamic_shared_size_bytes))
+
+CUMEM_STRUCT_FIELDS(cumem_virtual_statistics_t, "CUMEM_VIRTUAL_STATISTICS_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(granularity),
+  CUMEM_FIELD(chunk_size), CUMEM_FIELD(bytes_mapped), CUMEM_FIELD(bytes_reserved),
+  CUMEM_FIELD(bytes_pending), CUMEM_FIELD(grows_in_place), CUMEM_FIELD(grows_moved),
+  CUMEM_FIELD(shrinks), CUMEM_FIELD(chunks_created), CUMEM_FIELD(chunks_released))
+
+// CUDA graphs (capi/graph.cpp, capi/stream.cpp).
+CUMEM_STRUCT_FIELDS(cumem_capture_info_t, "CUMEM_CAPTURE_INFO_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(status), CUMEM_FIELD(id))
+
+CUMEM_STRUCT_FIELDS(cumem_graph_options_t, "cumem_graph_options_init()",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(auto_free_on_launch), CUMEM_FIELD(use_node_priority))
+
+CUMEM_STRUCT_FIELDS(cumem_graph_memory_attributes_t, "CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(reserved_mem_current),
+  CUMEM_FIELD(reserved_mem_high), CUMEM_FIELD(used_mem_current), CUMEM_FIELD(used_mem_high))
 
 // Batches, and the failure-callback adaptor.
 CUMEM_STRUCT_FIELDS(cumem_copy_options_t, "cumem_copy_options_init()",

@@ -4,6 +4,7 @@
 #include "driver/driver.hpp"
 #include "error.hpp"
 #include "log.hpp"
+#include "resources/virtual_resource.hpp"
 
 namespace cumem::core {
 namespace {
@@ -163,6 +164,7 @@ Ref<Buffer> Buffer::slice(size_t offset, size_t length) {
   s.device_ = device_;
   s.deallocation_stream_ = deallocation_stream_;
   s.parent_ = Ref<Buffer>::share(this);
+  slices_.fetch_add(1, std::memory_order_relaxed);
   return view;
 }
 
@@ -213,7 +215,42 @@ void Buffer::close(const Stream* stream) {
              "instead: the memory is freed when the last tensor's deleter runs)");
   if (closed_.exchange(true, std::memory_order_acq_rel))
     fail(Status::buffer_closed, "the buffer was closed");
-  free_memory(stream ? stream : deallocation_stream_.get());
+  try {
+    free_memory(stream ? stream : deallocation_stream_.get());
+  } catch (...) {
+    // Nothing was freed (a synchronous free refused on a capturing stream,
+    // a driver error): the buffer stays open, so that closing it later, or
+    // its last release, still frees the memory.
+    closed_.store(false, std::memory_order_release);
+    throw;
+  }
+}
+
+void Buffer::resize(size_t new_size, const Stream* stream) {
+  ensure_open();
+  auto* resource = dynamic_cast<VirtualResource*>(resource_.get());
+  if (owner_ == Owner::slice)
+    fail(Status::not_supported, "a slice cannot be resized; resize the buffer it views");
+  if (owner_ != Owner::resource || !resource)
+    fail(Status::not_supported,
+         "only buffers allocated from a virtual memory resource can be resized (this one's "
+         "memory comes from " + (resource_ ? resource_->describe() : std::string("outside libcumem")) +
+             ")");
+  if (const uint32_t n = slices_.load(std::memory_order_acquire))
+    fail(Status::invalid_state, std::to_string(n) + (n == 1 ? " slice views" : " slices view") +
+                                    " this buffer; resizing could move or drop the memory under " +
+                                    (n == 1 ? "it" : "them") + " (release the slices first)");
+  if (const uint32_t n = exports_.load(std::memory_order_acquire))
+    fail(Status::invalid_state, std::to_string(n) + " DLPack tensor" + (n == 1 ? " views" : "s view") +
+                                    " this buffer; resizing could move or drop the memory under " +
+                                    (n == 1 ? "it" : "them"));
+  if (new_size == info_.size) return;
+  const Stream* order = stream ? stream : deallocation_stream_.get();
+  // An empty buffer holds no allocation yet: growing it makes one.
+  void* ptr = info_.size == 0 ? resource->allocate_raw(new_size, order)
+                              : resource->resize(info_.ptr, info_.size, new_size, order);
+  info_.ptr = ptr;
+  info_.size = new_size;
 }
 
 void Buffer::free_memory(const Stream* stream) {
@@ -238,6 +275,7 @@ void Buffer::free_memory(const Stream* stream) {
 }
 
 Buffer::~Buffer() {
+  if (owner_ == Owner::slice && parent_) parent_->slices_.fetch_sub(1, std::memory_order_acq_rel);
   if (closed_.load(std::memory_order_acquire)) return;
   // A destructor cannot report: errors here are those close() would give,
   // and they go to the log.

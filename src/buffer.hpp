@@ -15,6 +15,8 @@
 
 namespace cumem::core {
 
+class VirtualIpcHandle;
+
 struct BufferInfo {
   int device_id = -1;
   void* ptr = nullptr;
@@ -49,6 +51,11 @@ class Buffer : public Object {
   IpcDescriptor get_ipc_descriptor() const;
   static Ref<Buffer> from_ipc_descriptor(Ref<Resource> resource, const uint8_t* descriptor,
                                          const Stream* stream);
+  // IPC of virtual memory (src/ipc/virtual_buffer_ipc.cpp): this buffer's
+  // chunks as file descriptors, and a buffer mapping another process's.
+  Ref<VirtualIpcHandle> get_virtual_ipc_handle() const;
+  static Ref<Buffer> from_virtual_ipc_handle(Ref<Device> device, const VirtualIpcHandle& handle,
+                                             const Stream* stream);
 
   // Throws buffer_closed once this buffer or a parent was closed.
   void ensure_open() const;
@@ -69,6 +76,13 @@ class Buffer : public Object {
   // check has passed (so that a failing factory never calls it).
   void set_release(ReleaseFn release, void* user_data) noexcept;
   void close(const Stream* stream);
+  // Virtual memory (src/resources/virtual_resource.hpp): the buffer now has
+  // `new_size` bytes, its contents kept up to the smaller size; its address
+  // may change; an empty buffer gets a new allocation. Ordered on `stream`
+  // (null: the deallocation stream). Only
+  // for a whole buffer of a virtual resource, with no slice or DLPack
+  // tensor of it alive (they would keep the old address or size).
+  void resize(size_t new_size, const Stream* stream);
 
   static void copy(Buffer& dst, size_t dst_offset, const Buffer& src, size_t src_offset,
                    size_t length, const Stream* stream);
@@ -109,6 +123,7 @@ class Buffer : public Object {
   void* user_data_ = nullptr;
   std::atomic<bool> closed_{false};
   std::atomic<uint32_t> exports_{0};
+  std::atomic<uint32_t> slices_{0};  // live slices of this buffer (resize refuses them)
 };
 
 }  // namespace cumem::core

@@ -5,6 +5,7 @@
 
 #include "batch.hpp"
 #include "buffer.hpp"
+#include "capture.hpp"
 #include "driver/driver.hpp"
 #include "error.hpp"
 #include "log.hpp"
@@ -56,10 +57,17 @@ void Buffer::copy(Buffer& dst, size_t dst_offset, const Buffer& src, size_t src_
     fail(Status::invalid_argument, "the source and destination regions overlap");
   if (!dst.info_.device_accessible && !src.info_.device_accessible) {
     // Pageable host memory on both sides: no driver needed.
-    if (stream) stream->synchronize();
+    if (stream) {
+      refuse_if_capturing(stream, "copy between pageable host buffers (the copy waits for the stream)");
+      stream->synchronize();
+    }
     std::memcpy(d, s, length);
     return;
   }
+  // A copy from or to pageable host memory cannot be captured into a graph
+  // (the driver refuses it and invalidates the capture): refused first.
+  if (!dst.info_.device_accessible || !src.info_.device_accessible)
+    refuse_if_capturing(stream, "copy from or to pageable host memory");
   Ref<Device> holder;
   ScopedContext scope(pick_context(stream, dst.context_device(), src.context_device(), holder));
   CUMEM_CU(cuMemcpyAsync,
@@ -82,7 +90,10 @@ void Buffer::fill(uint32_t value, uint32_t width, const Stream* stream) {
                                     " is not a multiple of the fill width " + std::to_string(width));
   if (info_.size == 0) return;
   if (!info_.device_accessible) {
-    if (stream) stream->synchronize();
+    if (stream) {
+      refuse_if_capturing(stream, "fill pageable host memory (the fill waits for the stream)");
+      stream->synchronize();
+    }
     char* p = static_cast<char*>(info_.ptr);
     if (width == 1) {
       std::memset(p, static_cast<int>(value), info_.size);

@@ -1,5 +1,7 @@
 #include "device.hpp"
 
+#include "capture.hpp"
+
 #include <memory>
 #include <vector>
 
@@ -177,11 +179,16 @@ void Device::set_current() const {
 
 void Device::synchronize() const {
   ScopedContext scope(*this);
+  // Relaxed: no other thread's global capture is invalidated by the mode.
+  // The driver still refuses (and invalidates) a device-wide wait while a
+  // stream of this device captures: cumem.h says so.
+  RelaxedCaptureMode relaxed;
   CUMEM_CU(cuCtxSynchronize, (), "synchronizing " + describe());
 }
 
 void Device::memory_info(uint64_t& free_bytes, uint64_t& total_bytes) const {
   ScopedContext scope(*this);
+  RelaxedCaptureMode relaxed;
   size_t f = 0, t = 0;
   CUMEM_CU(cuMemGetInfo, (&f, &t), "reading the free memory of " + describe());
   free_bytes = f;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "capture.hpp"
 #include "driver/driver.hpp"
 #include "error.hpp"
 #include "stream.hpp"
@@ -69,11 +70,13 @@ void Event::record(const Stream* stream) const {
 
 void Event::synchronize() const {
   ScopedContext scope(*device_);
+  RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   CUMEM_CU(cuEventSynchronize, (handle_), "synchronizing an event of " + device_->describe());
 }
 
 bool Event::query() const {
   ScopedContext scope(*device_);
+  RelaxedCaptureMode relaxed;
   const CUresult r = CUMEM_CU_RESULT(cuEventQuery, (handle_));
   if (r == CUDA_ERROR_NOT_READY) return false;
   if (r != CUDA_SUCCESS) driver::check(r, "cuEventQuery", "querying an event of " + device_->describe());

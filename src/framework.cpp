@@ -7,6 +7,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "capture.hpp"
+#include "deferred_frees.hpp"
 #include "default_resource.hpp"
 #include "driver/driver.hpp"
 #include "error.hpp"
@@ -37,6 +39,7 @@ struct Record {
   Ref<Resource> resource;
   size_t size = 0;
   Ref<Stream> stream;
+  bool captured = false;  // allocated on a capturing stream (graph memory)
 };
 
 struct Shard {
@@ -70,7 +73,7 @@ void check_device(int device) {
 
 // What $CUMEM_FRAMEWORK_RESOURCE asks for, read once (as CUMEM_LOG_LEVEL
 // is): the device's memory resource, or a caching adaptor over it.
-enum class DefaultKind { device, caching, invalid };
+enum class DefaultKind { device, caching, expandable, invalid };
 DefaultKind default_kind(std::string& value) {
   static const std::string* env = [] {
     const char* v = std::getenv("CUMEM_FRAMEWORK_RESOURCE");
@@ -79,6 +82,7 @@ DefaultKind default_kind(std::string& value) {
   value = *env;
   if (env->empty() || *env == "device") return DefaultKind::device;
   if (*env == "caching") return DefaultKind::caching;
+  if (*env == "expandable") return DefaultKind::expandable;
   return DefaultKind::invalid;
 }
 
@@ -93,10 +97,18 @@ Ref<Resource> make_default(Ref<Resource> upstream, const Ref<Resource>& kept,
     case DefaultKind::caching:
       if (kept && kept_upstream.get() == upstream.get()) return kept;
       return create_caching_resource(std::move(upstream));
+    case DefaultKind::expandable: {
+      // The caching adaptor with expandable segments (PyTorch's
+      // expandable_segments:True).
+      if (kept && kept_upstream.get() == upstream.get()) return kept;
+      CachingOptions expandable;
+      expandable.expandable = true;
+      return create_caching_resource(std::move(upstream), expandable);
+    }
     case DefaultKind::invalid: break;
   }
   fail(Status::invalid_argument, "CUMEM_FRAMEWORK_RESOURCE is '" + value +
-                                     "'; it must be 'device', 'caching' or unset");
+                                     "'; it must be 'device', 'caching', 'expandable' or unset");
 }
 
 
@@ -150,13 +162,16 @@ Ref<Resource> get_resource(int device) {
 
 void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
   if (size == 0) return nullptr;
+  run_deferred_frees();  // frees a capture held back, once it ended
   Ref<Resource> r = resource ? Ref<Resource>::share(resource) : get_resource(device);
   Ref<Stream> s = native_stream(r->device(), stream);
+  // No driver call on the legacy default stream, which cannot capture.
+  const bool captured = capture_status(s.get()) != CaptureStatus::none;
   void* ptr = r->allocate_raw(size, s.get());
   try {
     Shard& shard = shard_of(ptr);
     std::lock_guard<std::mutex> lock(shard.mutex);
-    const bool inserted = shard.records.emplace(ptr, Record{r, size, s}).second;
+    const bool inserted = shard.records.emplace(ptr, Record{r, size, s, captured}).second;
     if (!inserted)
       fail(Status::internal, "the resource handed out " + pointer_text(ptr) +
                                  ", which is still allocated by the framework entry points");
@@ -169,6 +184,7 @@ void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
 
 void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
   if (!ptr) return;
+  run_deferred_frees();
   Shard& shard = shard_of(ptr);
   Record record;
   {
@@ -189,6 +205,12 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
   try {
     const Ref<Stream> s = stream_given ? native_stream(record.resource->device(), stream)
                                        : record.stream;
+    // Memory from outside any capture, freed on a capturing stream: a graph
+    // cannot free it, so the free waits until the capture ends.
+    if (!record.captured && capture_status(s.get()) != CaptureStatus::none) {
+      defer_free({record.resource, ptr, record.size, record.stream, s});
+      return;
+    }
     const CUstream allocated_on = native_or_legacy(record.stream.get());
     const CUstream freed_on = native_or_legacy(s.get());
     if (freed_on != allocated_on) {

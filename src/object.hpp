@@ -32,6 +32,8 @@ enum class Tag : uint32_t {
   library = 0x434c4942,  // "CLIB"
   kernel = 0x434b524e,   // "CKRN"
   allocation_handle = 0x43414c48,  // "CALH"
+  virtual_ipc_handle = 0x43564948, // "CVIH"
+  graph = 0x43475248,              // "CGRH"
 };
 
 class Object {

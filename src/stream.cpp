@@ -5,6 +5,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "capture.hpp"
 #include "driver/driver.hpp"
 #include "error.hpp"
 #include "log.hpp"
@@ -146,11 +147,17 @@ int Stream::priority() const {
 
 void Stream::synchronize() const {
   ScopedContext scope(*device_);
+  // Capture: a capturing stream's work has not run (refused before the
+  // driver would invalidate the capture); the wait itself in relaxed mode.
+  refuse_if_capturing(this, "synchronize");
+  RelaxedCaptureMode relaxed;
   CUMEM_CU(cuStreamSynchronize, (handle_), "synchronizing " + describe());
 }
 
 bool Stream::query() const {
   ScopedContext scope(*device_);
+  refuse_if_capturing(this, "query whether the work is done");
+  RelaxedCaptureMode relaxed;
   const CUresult r = CUMEM_CU_RESULT(cuStreamQuery, (handle_));
   if (r == CUDA_ERROR_NOT_READY) return false;
   if (r != CUDA_SUCCESS) driver::check(r, "cuStreamQuery", "querying " + describe());

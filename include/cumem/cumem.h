@@ -389,7 +389,9 @@ CUMEM_API cumem_status_t cumem_device_get_attribute(const cumem_device_t* device
  *  that code using the CUDA runtime or driver directly sees this device). */
 CUMEM_API cumem_status_t cumem_device_set_current(const cumem_device_t* device);
 
-/** Waits for all work on the device to finish. */
+/** Waits for all work on the device to finish. The driver refuses this
+ *  (CUMEM_ERROR_DRIVER) while any stream of the device is capturing a CUDA
+ *  graph, and invalidates that capture: wait for streams instead. */
 CUMEM_API cumem_status_t cumem_device_synchronize(const cumem_device_t* device);
 
 /** Free and total device memory in bytes (cuMemGetInfo). */
@@ -530,9 +532,14 @@ CUMEM_API cumem_status_t cumem_stream_device(const cumem_stream_t* stream,
 /** The stream's priority (after clamping). */
 CUMEM_API cumem_status_t cumem_stream_priority(const cumem_stream_t* stream,
                                                int32_t* out_priority);
-/** Blocks until all work queued on the stream has finished. */
+/** Blocks until all work queued on the stream has finished.
+ *  CUMEM_ERROR_INVALID_STATE: the stream is capturing a CUDA graph (its
+ *  work runs when the graph is launched), or it is the legacy default
+ *  stream while a blocking stream of its device captures; asked before
+ *  waiting, so the capture stays valid. */
 CUMEM_API cumem_status_t cumem_stream_synchronize(const cumem_stream_t* stream);
-/** *out_done = whether all queued work has finished (never blocks). */
+/** *out_done = whether all queued work has finished (never blocks).
+ *  CUMEM_ERROR_INVALID_STATE: as for cumem_stream_synchronize. */
 CUMEM_API cumem_status_t cumem_stream_query(const cumem_stream_t* stream,
                                             cumem_bool_t* out_done);
 /** How a capture treats unsafe calls from other threads (CUstreamCaptureMode). */
@@ -544,15 +551,19 @@ typedef enum cumem_capture_mode_t {
 /** Begins capturing the work queued on `stream` into a CUDA graph
  *  (cuStreamBeginCapture). Begin captures here rather than with the driver
  *  when a caching adaptor may serve the stream: it refuses allocations and
- *  frees on a capturing stream only for captures it knows of.
+ *  frees on a capturing stream only for captures it knows of. Every other
+ *  resource sees any capture (see "CUDA graphs" below).
  *  CUMEM_ERROR_INVALID_ARGUMENT: an unknown mode; the driver's error when
  *  the stream cannot capture (the legacy default stream, or capturing
  *  already). */
 CUMEM_API cumem_status_t cumem_stream_begin_capture(const cumem_stream_t* stream,
                                                     cumem_capture_mode_t mode);
 /** Ends the capture begun on `stream`: *out_graph = the CUgraph, which the
- *  caller destroys (cuGraphDestroy). The capture ends even when the driver
- *  reports it invalidated (CUMEM_ERROR_DRIVER; *out_graph NULL). */
+ *  caller destroys (cuGraphDestroy), or instantiates with
+ *  cumem_graph_instantiate. The capture ends even when the driver reports
+ *  it invalidated (CUMEM_ERROR_DRIVER; *out_graph NULL).
+ *  cumem_stream_end_capture_graph ends it into a cumem_graph_t instead,
+ *  which owns the graph. */
 CUMEM_API cumem_status_t cumem_stream_end_capture(const cumem_stream_t* stream,
                                                   void** out_graph);
 /** Work queued on `stream` after this waits for the last record of `event`
@@ -563,6 +574,203 @@ CUMEM_API cumem_status_t cumem_stream_wait_event(const cumem_stream_t* stream,
  *  so far. Both may belong to different devices. */
 CUMEM_API cumem_status_t cumem_stream_wait_stream(const cumem_stream_t* stream,
                                                   const cumem_stream_t* other);
+
+/* ------------------------------------------------------------------------ */
+/* CUDA graphs: capture status, executable graphs, graph memory             */
+/* ------------------------------------------------------------------------ */
+/*
+ * libcumem asks the driver whether a stream captures, so it sees every
+ * capture: begun with cumem_stream_begin_capture, with the driver or the
+ * runtime directly, by PyTorch or CuPy, in any mode, and streams joined to
+ * a capture through events (they report the capture's id). What each kind
+ * does on a stream that is capturing:
+ *  - Pools (device, pinned, managed pool resources): an allocation on a
+ *    capturing stream becomes a graph allocation node and a free of that
+ *    memory on a capturing stream a graph free node (the driver's graph
+ *    memory: the graph owns it; its address stays the same over every
+ *    launch). Memory allocated outside a capture cannot be freed by a graph:
+ *    such a free on a capturing stream is refused by the driver, which also
+ *    invalidates the capture (CUMEM_ERROR_DRIVER, whose message says so):
+ *    free it on a stream that does not capture. Graph memory may be freed
+ *    on a stream that does not capture once the graph ran.
+ *  - Synchronous kinds (host, legacy pinned, legacy device, managed without
+ *    a pool, host shared): an allocation is made at once, as always (not
+ *    captured: the memory is the caller's until freed, and the graph may
+ *    use it). A free on a capturing stream is refused with
+ *    CUMEM_ERROR_INVALID_STATE before any driver call (nothing freed, the
+ *    capture stays valid): there is no work to wait for, and the memory must
+ *    outlive the graph. A free with no stream is refused the same way while
+ *    a blocking stream (created with options.blocking) of the device
+ *    captures, since the legacy default stream cannot be waited for then.
+ *  - Adaptors (limit, aligned, tracking, logging) do what their upstream
+ *    does; a refused free leaves them as they were (nothing freed, the
+ *    allocation still theirs). A callback resource's callbacks get the
+ *    capturing stream and decide.
+ *  - The graph memory resource (below) allocates only on capturing streams.
+ *  - Buffers: cumem_buffer_close follows its resource; a refused close leaves
+ *    the buffer open (close it later, or release it). Closing memory that
+ *    has no resource (wrapped, registered, imported DLPack tensors) waits
+ *    for its stream first, so it is refused on a capturing stream. A last
+ *    release whose deallocation stream captures cannot report: the memory
+ *    of a synchronous kind then stays allocated (reported in the log at
+ *    warning). Copies and fills of pageable host memory on both sides wait
+ *    for the stream, so they are refused on a capturing stream.
+ *  - Streams and events: cumem_stream_synchronize and cumem_stream_query of
+ *    a capturing stream are CUMEM_ERROR_INVALID_STATE (asked first; the
+ *    capture stays valid).
+ *  - Driver calls that the driver treats as unsafe while any stream
+ *    captures in global mode (synchronous allocations and frees, pool
+ *    attributes and trims, stream and event synchronisation, instantiating
+ *    and destroying graphs) are made in relaxed capture mode
+ *    (cuThreadExchangeStreamCaptureMode, as PyTorch's allocator does): they
+ *    never invalidate another thread's capture, and work on a thread that
+ *    captures itself. The driver still refuses a device-wide wait
+ *    (cumem_device_synchronize) while any stream of the device captures.
+ * Cost: asking whether a stream captures is no driver call for the legacy
+ * default stream (NULL), which cannot capture, and one call otherwise
+ * (bench/bench_capture times it).
+ */
+
+/** The capture status of a stream (CUstreamCaptureStatus). */
+typedef enum cumem_capture_status_t {
+  CUMEM_CAPTURE_STATUS_NONE = 0,        /**< not capturing */
+  CUMEM_CAPTURE_STATUS_ACTIVE = 1,      /**< capturing */
+  /** Capturing, but an error invalidated the capture: it must still be
+   *  ended (cumem_stream_end_capture) on the stream that began it. */
+  CUMEM_CAPTURE_STATUS_INVALIDATED = 2,
+  CUMEM_CAPTURE_STATUS_FORCE32 = 0x7FFFFFFF
+} cumem_capture_status_t;
+
+typedef struct cumem_capture_info_t {
+  uint32_t struct_size;
+  cumem_capture_status_t status;
+  /** The capture's id, unique over the process's life for each capture
+   *  sequence (streams joined to a capture through events report its
+   *  id); 0 unless status is CUMEM_CAPTURE_STATUS_ACTIVE. */
+  uint64_t id;
+} cumem_capture_info_t;
+#define CUMEM_CAPTURE_INFO_INIT \
+  { (uint32_t)sizeof(cumem_capture_info_t), CUMEM_CAPTURE_STATUS_NONE, 0u }
+
+/** Whether `stream` ([in][optional]) captures now, whoever began the
+ *  capture, and the capture's id (cuStreamGetCaptureInfo). NULL and the
+ *  legacy default stream cannot capture: status NONE, without a driver
+ *  call. [in,out] info: set info->struct_size first (CUMEM_CAPTURE_INFO_INIT).
+ *  Thread-safe.
+ *  CUMEM_ERROR_NOT_SUPPORTED: the stream captures and the driver cannot
+ *  tell the capture's id (cuStreamGetCaptureInfo needs CUDA 12.3+); a driver
+ *  without capture at all reports NONE. */
+CUMEM_API cumem_status_t cumem_stream_get_capture_info(const cumem_stream_t* stream,
+                                                       cumem_capture_info_t* info);
+
+/** An executable CUDA graph (CUgraphExec) of one device, reference counted
+ *  like every object: the last release destroys it (and the CUgraph it
+ *  owns); launches still queued finish first. */
+typedef struct cumem_graph_t cumem_graph_t;
+
+typedef struct cumem_graph_options_t {
+  uint32_t struct_size;
+  /** Each launch first frees the memory that the graph's previous launch
+   *  allocated and did not free (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH),
+   *  as PyTorch instantiates its graphs. Default false: a graph whose
+   *  allocations outlive it cannot be launched again until they are freed
+   *  (the launch fails with CUMEM_ERROR_DRIVER). */
+  cumem_bool_t auto_free_on_launch;
+  /** Kernel nodes keep the stream priority they were captured with
+   *  (CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY). Default false. */
+  cumem_bool_t use_node_priority;
+} cumem_graph_options_t;
+#define CUMEM_GRAPH_OPTIONS_INIT \
+  { (uint32_t)sizeof(cumem_graph_options_t), CUMEM_FALSE, CUMEM_FALSE }
+CUMEM_API void cumem_graph_options_init(cumem_graph_options_t* options);
+
+/** Ends the capture begun on `stream` (with cumem_stream_begin_capture, or
+ *  with the driver: any capture begun on that stream) and instantiates the
+ *  captured graph for the stream's device: *out_graph owns both the graph
+ *  and its executable. [in][optional] options. The capture ends whatever
+ *  fails, and on failure nothing is left to destroy. A capture begun in a
+ *  mode other than CUMEM_CAPTURE_MODE_RELAXED must be ended on the thread
+ *  that began it (the driver's rule). Thread-safe.
+ *  CUMEM_ERROR_DRIVER: the capture was invalidated (the message names the
+ *  driver's error), the stream was not capturing, or instantiation failed
+ *  (a graph that frees memory allocated outside it, ...). */
+CUMEM_API cumem_status_t cumem_stream_end_capture_graph(const cumem_stream_t* stream,
+                                                        const cumem_graph_options_t* options,
+                                                        cumem_graph_t** out_graph);
+/** Instantiates `native_graph` (a CUgraph, as void*: from
+ *  cumem_stream_end_capture or built with the driver) for `device`. The
+ *  CUgraph stays the caller's (the executable does not need it: it may be
+ *  destroyed once this returns). [in][optional] options. Thread-safe, but
+ *  the driver does not allow the same CUgraph to be used by two threads at
+ *  once. CUMEM_ERROR_INVALID_ARGUMENT: native_graph NULL.
+ *  CUMEM_ERROR_DRIVER: the driver cannot instantiate it (a graph with
+ *  memory nodes already instantiated elsewhere, ...). */
+CUMEM_API cumem_status_t cumem_graph_instantiate(const cumem_device_t* device, void* native_graph,
+                                                 const cumem_graph_options_t* options,
+                                                 cumem_graph_t** out_graph);
+CUMEM_API cumem_status_t cumem_graph_retain(cumem_graph_t* graph);
+CUMEM_API cumem_status_t cumem_graph_release(cumem_graph_t* graph);
+/** Enqueues one run of the graph on `stream` ([in][optional]: NULL is the
+ *  legacy default stream of the graph's device). Thread-safe: launches of
+ *  one graph from several threads are serialised.
+ *  CUMEM_ERROR_WRONG_DEVICE: the stream belongs to another device.
+ *  CUMEM_ERROR_DRIVER: the launch failed (a graph whose allocations from
+ *  its last launch are still live, without auto_free_on_launch, ...). */
+CUMEM_API cumem_status_t cumem_graph_launch(cumem_graph_t* graph, const cumem_stream_t* stream);
+/** Uploads the graph's work to the device on `stream` ([in][optional]), so
+ *  that its first launch starts sooner. Errors as cumem_graph_launch. */
+CUMEM_API cumem_status_t cumem_graph_upload(cumem_graph_t* graph, const cumem_stream_t* stream);
+/** The CUgraphExec, as void*. Borrowed: valid while the handle lives. */
+CUMEM_API cumem_status_t cumem_graph_native(const cumem_graph_t* graph, void** out_native);
+/** The id of the capture the graph was ended from (the id
+ *  cumem_stream_get_capture_info reported during it), by which memory
+ *  assigned to that capture is told apart; 0 for a graph from
+ *  cumem_graph_instantiate, or where the driver cannot tell ids (before
+ *  CUDA 12.3). Thread-safe. */
+CUMEM_API cumem_status_t cumem_graph_capture_id(const cumem_graph_t* graph, uint64_t* out_id);
+
+/** A graph memory resource of `device` (cuda.core's GraphMemoryResource):
+ *  allocations only on a stream that is capturing, each one a graph
+ *  allocation node (cuMemAllocAsync under capture), so that the graph owns
+ *  the memory and no work outside it can be handed that memory while the
+ *  graph may run. Frees are stream-ordered (cuMemFreeAsync): a graph free
+ *  node on a capturing stream, or a free of graph memory after the graph
+ *  ran on a stream that does not capture. Properties: kind
+ *  CUMEM_RESOURCE_GRAPH_MEMORY, device memory, stream-ordered, not a pool.
+ *  Its statistics count the allocations made through it. Every graph
+ *  memory resource of a device shares the device's graph memory (the
+ *  attributes and trim below). Allocating:
+ *  CUMEM_ERROR_INVALID_STATE on a stream that does not capture (NULL, the
+ *  legacy default stream, never captures) or whose capture was
+ *  invalidated; CUMEM_ERROR_WRONG_DEVICE on another device's stream.
+ *  Creating: CUMEM_ERROR_NOT_SUPPORTED on a device without memory pools. */
+CUMEM_API cumem_status_t cumem_graph_memory_resource_create(const cumem_device_t* device,
+                                                            cumem_resource_t** out_resource);
+
+/** The device's graph memory (cuDeviceGetGraphMemAttribute). */
+typedef struct cumem_graph_memory_attributes_t {
+  uint32_t struct_size;
+  uint32_t reserved0;            /**< written as 0 */
+  uint64_t reserved_mem_current; /**< bytes the graph allocator holds from the system */
+  uint64_t reserved_mem_high;    /**< highest reserved_mem_current since the last reset */
+  uint64_t used_mem_current;     /**< bytes that graph allocations hold */
+  uint64_t used_mem_high;        /**< highest used_mem_current since the last reset */
+} cumem_graph_memory_attributes_t;
+#define CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT \
+  { (uint32_t)sizeof(cumem_graph_memory_attributes_t), 0u, 0u, 0u, 0u, 0u }
+
+/* The three calls below: CUMEM_ERROR_NOT_SUPPORTED when `resource` is not a
+ * graph memory resource. Thread-safe. */
+
+/** The graph memory of the resource's device. [in,out] attributes: set
+ *  attributes->struct_size first. */
+CUMEM_API cumem_status_t cumem_graph_memory_resource_get_attributes(
+    const cumem_resource_t* resource, cumem_graph_memory_attributes_t* attributes);
+/** Gives the device's graph memory that no graph holds (executing, queued
+ *  or keeping allocations live) back to the system (cuDeviceGraphMemTrim). */
+CUMEM_API cumem_status_t cumem_graph_memory_resource_trim(cumem_resource_t* resource);
+/** Sets reserved_mem_high and used_mem_high to their current values. */
+CUMEM_API cumem_status_t cumem_graph_memory_resource_reset_highs(cumem_resource_t* resource);
 
 /* ------------------------------------------------------------------------ */
 /* Events                                                                    */
@@ -627,7 +835,9 @@ typedef enum cumem_resource_kind_t {
   CUMEM_RESOURCE_LOGGING = 11,      /**< logging adaptor (a CSV line per operation) */
   CUMEM_RESOURCE_CALLBACK = 12,     /**< made of user callbacks */
   CUMEM_RESOURCE_ALIGNED = 13,      /**< aligned adaptor over another resource */
-  CUMEM_RESOURCE_FAILURE_CALLBACK = 14, /**< failure-callback adaptor (a hook on out of memory) */
+  CUMEM_RESOURCE_VIRTUAL = 14,      /**< virtual memory: growable buffers (cuMemCreate, cuMemMap) */
+  CUMEM_RESOURCE_GRAPH_MEMORY = 15, /**< graph memory: allocations inside captures only */
+  CUMEM_RESOURCE_FAILURE_CALLBACK = 16, /**< failure-callback adaptor (a hook on out of memory) */
   CUMEM_RESOURCE_KIND_FORCE32 = 0x7FFFFFFF
 } cumem_resource_kind_t;
 
@@ -901,9 +1111,13 @@ typedef struct cumem_caching_statistics_t {
   uint64_t misses;              /**< allocations that went to the upstream */
   uint64_t stream_reuses;       /**< hits on a block freed on another stream */
   uint64_t oom_retries;         /**< upstream out of memory, cache given back, retried */
+  /** Expandable caches: pages ever mapped, and ever unmapped (each
+   *  page_size bytes); 0 for the others. Since 1.1. */
+  uint64_t pages_mapped;
+  uint64_t pages_unmapped;
 } cumem_caching_statistics_t;
 #define CUMEM_CACHING_STATISTICS_INIT \
-  { (uint32_t)sizeof(cumem_caching_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+  { (uint32_t)sizeof(cumem_caching_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
 
 /** CUMEM_ERROR_NOT_SUPPORTED: the resource is not a caching adaptor. */
 CUMEM_API cumem_status_t cumem_caching_resource_get_statistics(
@@ -921,6 +1135,59 @@ CUMEM_API cumem_status_t cumem_caching_resource_release_cached(cumem_resource_t*
  *  CUMEM_ERROR_NOT_SUPPORTED: not a caching adaptor. */
 CUMEM_API cumem_status_t cumem_caching_resource_trim(cumem_resource_t* resource,
                                                      uint64_t keep_bytes);
+
+/** Options of the caching adaptor (cumem_caching_resource_create_with_options;
+ *  zero-filled, or NULL, is what cumem_caching_resource_create makes). */
+typedef struct cumem_caching_resource_options_t {
+  uint32_t struct_size;
+  /** Expandable segments (PyTorch's expandable_segments:True): blocks above
+   *  128 KiB are pieces of an address range the cache reserves for each
+   *  stream on the upstream's device (enough for the device's memory and an
+   *  eighth more; another when one fills up), rounded up to 512 B only.
+   *  Physical memory is mapped into a stream's range in pages of page_size
+   *  bytes when no free piece can serve a request, at the lowest address
+   *  where a free piece and new pages together fit it, so a block freed at
+   *  one size serves any other size and the cache holds about what it hands
+   *  out (plus less than a page per stream). Pages are unmapped, after
+   *  waiting for the device's queued work, when the cache gives memory back:
+   *  cumem_caching_resource_trim, _release_cached, an allocation that runs
+   *  out of memory, the resource's release. Mapping is synchronous with the
+   *  GPU (tens of microseconds a page): the first allocations that grow a
+   *  range are slower than a pool's; cached pairs are as fast as without.
+   *  The upstream serves the small blocks (up to 128 KiB) only, so an
+   *  adaptor under the cache (a limit) does not see the large blocks: put a
+   *  limit above the cache instead. The upstream's memory must be device
+   *  memory (CUMEM_MEMORY_DEVICE) on a device with virtual memory
+   *  management. The memory is accessible from the upstream's device only
+   *  (not from peers), and cannot be shared with other processes
+   *  (cumem_buffer_get_ipc_descriptor refuses it). Default false. */
+  cumem_bool_t expandable;
+  /** With expandable: the bytes mapped at a time, a multiple of the
+   *  device's virtual-memory granularity (2 MiB on an H200). Larger pages
+   *  map a large block in fewer driver calls; smaller ones leave less
+   *  mapped beyond what is in use. 0 (default): 20 MiB (raised to a
+   *  multiple of the granularity). Must be 0 without expandable. */
+  uint64_t page_size;
+} cumem_caching_resource_options_t;
+#define CUMEM_CACHING_RESOURCE_OPTIONS_INIT \
+  { (uint32_t)sizeof(cumem_caching_resource_options_t), CUMEM_FALSE, 0u }
+CUMEM_API void cumem_caching_resource_options_init(cumem_caching_resource_options_t* options);
+
+/** The caching adaptor over `upstream` (kept alive) with options; NULL
+ *  options are the defaults, the adaptor of cumem_caching_resource_create.
+ *  Everything said there holds, and expandable changes the large blocks as
+ *  its field says.
+ *  [in] upstream; [in][optional] options; [out] out_resource.
+ *  Thread safety: any thread; the resource allows every call concurrently.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: upstream or out_resource NULL, a bad
+ *  struct_size, page_size without expandable, or a page_size that is not a
+ *  multiple of the device's granularity (the message names it).
+ *  CUMEM_ERROR_NOT_SUPPORTED: expandable over an upstream whose memory is
+ *  not device memory, or on a device (or driver) without virtual memory
+ *  management. The driver's error when reading the granularity fails. */
+CUMEM_API cumem_status_t cumem_caching_resource_create_with_options(
+    cumem_resource_t* upstream, const cumem_caching_resource_options_t* options,
+    cumem_resource_t** out_resource);
 
 /** The tracking adaptor: records every outstanding allocation of `upstream`
  *  (kept alive) with its size and stream, and with capture_backtraces its
@@ -1026,6 +1293,8 @@ CUMEM_API cumem_status_t cumem_resource_allocate_raw(cumem_resource_t* resource,
  *  on `stream`. ptr NULL with size 0 is fine. Synchronous kinds (host,
  *  legacy pinned, cuMemAllocManaged, cuMemAlloc) wait first: for `stream`,
  *  or with NULL for the legacy default stream of the resource's device.
+ *  CUMEM_ERROR_INVALID_STATE: a synchronous kind asked to free on a stream
+ *  that is capturing a CUDA graph (see "CUDA graphs"; nothing is freed).
  *  CUMEM_ERROR_INVALID_ARGUMENT: ptr NULL with size > 0, or a size above
  *  the largest allocation the resource ever made (nothing is freed; any
  *  other wrong size is undefined). */
@@ -1249,7 +1518,9 @@ CUMEM_API cumem_status_t cumem_buffer_set_deallocation_stream(
  *  Closing a slice frees nothing. The handle stays valid until released.
  *  CUMEM_ERROR_BUFFER_CLOSED: closed already. CUMEM_ERROR_INVALID_STATE: a
  *  DLPack tensor of the buffer (or of a slice of it) is still alive
- *  (cumem_buffer_to_dlpack); release the buffer instead. */
+ *  (cumem_buffer_to_dlpack); release the buffer instead; or the free must
+ *  wait for a stream that is capturing a CUDA graph (see "CUDA graphs").
+ *  A close that fails frees nothing and leaves the buffer open. */
 CUMEM_API cumem_status_t cumem_buffer_close(cumem_buffer_t* buffer,
                                             const cumem_stream_t* stream);
 
@@ -1800,8 +2071,11 @@ CUMEM_API cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* reso
  * for a caching adaptor over the device's memory resource, made on first
  * use and then the same object until the device's memory resource changes
  * (a new adaptor is made over the new one; the old keeps serving the frees
- * of its allocations). CuPy's `param` may also name a resource directly (a
- * cumem_resource_t*; NULL: the per-device one).
+ * of its allocations); "expandable" the same with expandable segments
+ * (cumem_caching_resource_options_t.expandable: what PyTorch's
+ * expandable_segments:True is to its allocator; the default page size).
+ * CuPy's `param` may also name a resource directly (a cumem_resource_t*;
+ * NULL: the per-device one).
  *
  * Every allocation is remembered (pointer -> resource, size, stream) until
  * it is freed, so that: a free goes to the resource that allocated even if
@@ -1816,6 +2090,18 @@ CUMEM_API cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* reso
  * with CuPy's default (null) stream and with every blocking stream
  * (cupy.cuda.Stream() is blocking by default); work on non-blocking streams
  * must be synchronised by the user before its arrays are freed.
+ * Stream capture (see "CUDA graphs"): an allocation on a capturing stream
+ * is the capture's (graph memory from a pool); memory allocated outside any
+ * capture and freed on a capturing stream (a tensor going out of scope
+ * during torch.cuda.graph) cannot be freed by a graph, so that free is held
+ * and done on the same stream at the first entry-point call after the
+ * stream stopped capturing (the CUstream must stay valid until then). The
+ * legacy default stream cannot capture and costs no question; another
+ * stream costs one driver call at the allocation and one at the free.
+ * CuPy's calls carry no stream, so cumem_cupy_malloc cannot know a
+ * capture: for CuPy's graph capture, allocate with the stream (the Python
+ * package's cumem.cupy.use_libcumem_allocator(follow_streams=True) does,
+ * through cumem_torch_alloc and cumem_cupy_free).
  * Statistics: those of the resource (cumem_framework_get_resource, then
  * cumem_resource_get_statistics).
  * Errors: these four calls cannot return a status; a failure leaves its
@@ -2264,6 +2550,297 @@ CUMEM_API cumem_status_t cumem_get_log_level(cumem_log_level_t* out_level);
  * the NVTX domain "libcumem", on the calling thread. Whether a tool is
  * attached (NVTX_INJECTION64_PATH set, as Nsight Systems does) is decided at
  * the first such call; without one no NVTX function is ever called. */
+
+/* ------------------------------------------------------------------------ */
+/* Virtual memory: buffers that grow and shrink, shared chunk by chunk       */
+/* ------------------------------------------------------------------------ */
+/*
+ * The virtual resource is cuda.core's VirtualMemoryResource, built on the
+ * driver's virtual memory management (cuMemAddressReserve, cuMemCreate,
+ * cuMemMap, cuMemSetAccess). Each allocation reserves a range of address
+ * space and maps physical memory over its size rounded up to the
+ * granularity (2 MiB on an H200), in chunks of options.chunk_size.
+ *
+ * - Address space: a buffer reserves twice its rounded size (or
+ *   options.reserve_size, when larger), so it can grow to that size in
+ *   place. Address space costs no memory and is plentiful (2^47 bytes or
+ *   more per process).
+ * - Growing (cumem_buffer_resize to a larger size; cuda.core's
+ *   modify_allocation): new chunks are mapped after the old ones; the
+ *   address stays while the reserved range allows, or while the driver can
+ *   reserve the addresses right after it; else the buffer moves to a new
+ *   range of twice the new size, where the same chunks are mapped (no copy:
+ *   the contents stay, and so does every device's access), and its address
+ *   changes. The old addresses stay mapped until the work queued on the
+ *   resize's stream is done, so queued work that uses them still finishes
+ *   correctly; work queued after the resize must use the new address
+ *   (cumem_buffer_ptr). Contents past the old size are undefined.
+ * - Shrinking gives back every chunk that lies wholly past the new rounded
+ *   size (so memory goes back in steps of chunk_size); the address stays.
+ * - Freeing (cumem_buffer_close, cumem_resource_deallocate_raw) and the
+ *   chunks and old addresses given back by a resize are unmapped and
+ *   released after the work queued on the given stream: at once when the
+ *   stream has no work queued, else once an event recorded on it has
+ *   completed. The resource checks its events at each of its calls
+ *   (allocate, free, resize, access), so memory freed on a busy stream goes
+ *   back at the next call after that work ends, or at
+ *   cumem_virtual_resource_release_pending; an allocation or growth that
+ *   runs out of memory first waits for the pending releases and tries
+ *   again. (Not a host function: CUDA forbids the driver calls that unmap
+ *   inside one.) A release ordered on a stream that is capturing a graph is
+ *   refused (CUMEM_ERROR_INVALID_ARGUMENT).
+ * - Allocation is synchronous: the memory is usable on every stream when
+ *   the call returns; the stream argument only becomes the buffer's
+ *   deallocation stream.
+ * - Access: the resource's device and options.peers get access to every
+ *   buffer, present and future (cumem_virtual_resource_set_access changes a
+ *   peer's), and each chunk mapped later gets the same. Host-located memory
+ *   is also made accessible to the host where the driver allows it
+ *   (properties.host_accessible says whether it did).
+ * - Ownership: every reservation, physical chunk and mapping is released
+ *   once and only once whatever sequence of allocate, resize and free
+ *   happens, including failures half-way (each call is all or nothing).
+ * - Properties: kind CUMEM_RESOURCE_VIRTUAL; memory kind device (device
+ *   location) or pinned (host locations); is_stream_ordered true; is_pool
+ *   false; ipc_enabled when handle_types includes CUMEM_IPC_HANDLE_POSIX_FD.
+ *   Statistics count the sizes asked for (a resize moves bytes_in_use by
+ *   the difference); cumem_virtual_statistics_t counts what is mapped.
+ *
+ * Names (cuda.core -> libcumem): VirtualMemoryResource ->
+ * cumem_virtual_resource_create; VirtualMemoryResourceOptions.location_type
+ * -> location; .granularity -> granularity; .handle_type -> handle_types;
+ * .gpu_direct_rdma -> gpu_direct_rdma; .addr_hint -> address_hint;
+ * .addr_align -> alignment; .peers -> peers; .peer_access "r" ->
+ * peers_read_only; modify_allocation(buffer, new_size) ->
+ * cumem_buffer_resize(buffer, new_size, stream).
+ */
+
+/** Which granularity the driver is asked for (cuMemGetAllocationGranularity). */
+typedef enum cumem_granularity_t {
+  CUMEM_GRANULARITY_RECOMMENDED = 0, /**< the driver's recommended, for speed (default) */
+  CUMEM_GRANULARITY_MINIMUM = 1,     /**< the driver's minimum */
+  CUMEM_GRANULARITY_FORCE32 = 0x7FFFFFFF
+} cumem_granularity_t;
+
+/** A device's access to virtual memory (the driver's CU_MEM_ACCESS_FLAGS_PROT_*). */
+typedef enum cumem_access_t {
+  CUMEM_ACCESS_NONE = 0,       /**< no access */
+  CUMEM_ACCESS_READ = 1,       /**< read only */
+  CUMEM_ACCESS_READ_WRITE = 3, /**< read and write */
+  CUMEM_ACCESS_FORCE32 = 0x7FFFFFFF
+} cumem_access_t;
+
+typedef struct cumem_virtual_resource_options_t {
+  uint32_t struct_size;
+  /** Where the physical memory lives: CUMEM_LOCATION_NONE (default): on
+   *  the resource's device; _DEVICE (id must be the resource's device);
+   *  _HOST; _HOST_NUMA (id >= 0). Host memory is pinned memory the device
+   *  reaches. */
+  cumem_location_t location;
+  cumem_granularity_t granularity; /**< default CUMEM_GRANULARITY_RECOMMENDED */
+  /** CUMEM_IPC_HANDLE_POSIX_FD to share buffers with other processes
+   *  (cumem_buffer_get_virtual_ipc_handle), and/or CUMEM_IPC_HANDLE_FABRIC,
+   *  which is used only after creating and releasing one granule with it
+   *  succeeded (it needs an IMEX channel). Default 0: no sharing. */
+  uint32_t handle_types;
+  cumem_bool_t gpu_direct_rdma; /**< GPUDirect RDMA capable chunks; default false */
+  /** Where the first buffer's addresses should start (a hint: the driver
+   *  may place them elsewhere); a multiple of the granularity. Default 0:
+   *  anywhere. */
+  uint64_t address_hint;
+  /** Every buffer's address is a multiple of this power of two. Default 0:
+   *  the granularity (larger values are kept, smaller raised to it). */
+  uint64_t alignment;
+  /** Bytes of the physical chunks buffers are mapped in, rounded up to the
+   *  granularity; a shrink gives memory back in these steps, and mapping
+   *  costs per chunk. Default 0: 20 MiB. */
+  uint64_t chunk_size;
+  /** Address space each buffer reserves at least (rounded up to the
+   *  granularity), so that it can grow that far in place. Default 0: twice
+   *  the buffer's rounded size. */
+  uint64_t reserve_size;
+  /** Devices given access to every buffer besides the resource's own
+   *  (peer_count of them; NULL only with peer_count 0). Default none. */
+  const int32_t* peers;
+  uint32_t peer_count;
+  /** The peers get read access only. Default false: read and write. */
+  cumem_bool_t peers_read_only;
+} cumem_virtual_resource_options_t;
+#define CUMEM_VIRTUAL_RESOURCE_OPTIONS_INIT                                            \
+  { (uint32_t)sizeof(cumem_virtual_resource_options_t), { CUMEM_LOCATION_NONE, 0 },    \
+    CUMEM_GRANULARITY_RECOMMENDED, 0u, CUMEM_FALSE, 0u, 0u, 0u, 0u, NULL, 0u, CUMEM_FALSE }
+CUMEM_API void cumem_virtual_resource_options_init(cumem_virtual_resource_options_t* options);
+
+/** A virtual memory resource for `device` (kept alive), as the section
+ *  above describes. [in][optional] options.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: a location other than NONE, DEVICE, HOST
+ *  or HOST_NUMA, a DEVICE location naming another device, a negative host
+ *  NUMA node, unknown handle_types bits, alignment not 0 or a power of
+ *  two, address_hint not a multiple of the granularity, peers NULL with
+ *  peer_count > 0.
+ *  CUMEM_ERROR_NO_DEVICE: a peer ordinal that does not exist.
+ *  CUMEM_ERROR_NOT_SUPPORTED: the device lacks virtual memory management,
+ *  the location, a handle type or GPUDirect RDMA with virtual memory (the
+ *  message names what); FABRIC was asked for and its one-granule probe
+ *  failed (the message has the driver's error); a peer cannot access the
+ *  device's memory. */
+CUMEM_API cumem_status_t cumem_virtual_resource_create(
+    const cumem_device_t* device, const cumem_virtual_resource_options_t* options,
+    cumem_resource_t** out_resource);
+
+/** Resizes `buffer` to `new_size` bytes (cuda.core's modify_allocation), as
+ *  the section above describes: its contents are kept up to the smaller of
+ *  the two sizes; its address (cumem_buffer_ptr) changes only when it had
+ *  to move. Ordered on `stream` ([in][optional]: NULL means the buffer's
+ *  deallocation stream): old addresses and chunks given back stay mapped
+ *  until the work queued there before the call is done. An empty buffer
+ *  (size 0) gets a new allocation. All or nothing: on failure the buffer
+ *  is as it was (size, address, contents, every device's access; only the
+ *  address space it reserves may stay extended).
+ *  Thread safety: must not race with other calls on the same buffer (as
+ *  cumem_buffer_close).
+ *  CUMEM_ERROR_NOT_SUPPORTED: the buffer is not a whole buffer of a
+ *  virtual resource (a slice, another resource's, one through an adaptor,
+ *  or one mapped from another process). CUMEM_ERROR_INVALID_STATE: a slice
+ *  or a DLPack tensor of the buffer is alive (it would keep the old address
+ *  or size). CUMEM_ERROR_INVALID_ARGUMENT: new_size 0 (close the buffer
+ *  instead), or the resize must release memory (a shrink, a move) ordered
+ *  on a stream that is capturing a graph. CUMEM_ERROR_OUT_OF_MEMORY: the
+ *  new size is more than the location has, or cannot be mapped (after
+ *  waiting for pending releases); the message has both sizes. */
+CUMEM_API cumem_status_t cumem_buffer_resize(cumem_buffer_t* buffer, size_t new_size,
+                                             const cumem_stream_t* stream);
+
+/** Sets `peer`'s access to every buffer of the virtual resource, present
+ *  and future (CUMEM_ACCESS_NONE revokes it). All or nothing: when the
+ *  driver refuses it for one buffer, the others get their previous access
+ *  back. Buffers whose release is pending keep the access they had.
+ *  CUMEM_ERROR_NOT_SUPPORTED: not a virtual resource, or `peer` cannot
+ *  access the memory (no peer path). CUMEM_ERROR_INVALID_ARGUMENT: taking
+ *  read-write access from the resource's own device, or an access value
+ *  not listed. */
+CUMEM_API cumem_status_t cumem_virtual_resource_set_access(cumem_resource_t* resource,
+                                                           const cumem_device_t* peer,
+                                                           cumem_access_t access);
+/** *out_access = `peer`'s access to the virtual resource's buffers.
+ *  CUMEM_ERROR_NOT_SUPPORTED: not a virtual resource. */
+CUMEM_API cumem_status_t cumem_virtual_resource_get_access(const cumem_resource_t* resource,
+                                                           const cumem_device_t* peer,
+                                                           cumem_access_t* out_access);
+
+/** What a virtual resource maps, and how its buffers grew. */
+typedef struct cumem_virtual_statistics_t {
+  uint32_t struct_size;
+  uint32_t reserved0;       /**< written as 0 */
+  uint64_t granularity;     /**< bytes; every mapped size is a multiple */
+  uint64_t chunk_size;      /**< bytes of the chunks buffers are mapped in */
+  uint64_t bytes_mapped;    /**< physical memory held: live buffers' and pending releases' */
+  uint64_t bytes_reserved;  /**< address space reserved by the live buffers */
+  uint64_t bytes_pending;   /**< physical memory released once its stream's work is done */
+  uint64_t grows_in_place;  /**< resizes that grew at the same address */
+  uint64_t grows_moved;     /**< resizes that moved the buffer to a new range */
+  uint64_t shrinks;         /**< resizes that gave chunks back */
+  uint64_t chunks_created;  /**< physical chunks (driver handles) ever made or imported */
+  uint64_t chunks_released; /**< of those, released: the live ones are the difference */
+} cumem_virtual_statistics_t;
+#define CUMEM_VIRTUAL_STATISTICS_INIT \
+  { (uint32_t)sizeof(cumem_virtual_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+
+/** CUMEM_ERROR_NOT_SUPPORTED: not a virtual resource. */
+CUMEM_API cumem_status_t cumem_virtual_resource_get_statistics(
+    const cumem_resource_t* resource, cumem_virtual_statistics_t* stats);
+/** Waits for the work that every pending release waits for (the streams'
+ *  work queued before those frees and resizes), then unmaps and releases
+ *  that memory. CUMEM_ERROR_NOT_SUPPORTED: not a virtual resource. */
+CUMEM_API cumem_status_t cumem_virtual_resource_release_pending(cumem_resource_t* resource);
+
+/*
+ * IPC of a virtual buffer. The buffer's resource must have the POSIX fd
+ * handle type. The exporter makes a virtual IPC handle of the buffer: one
+ * POSIX file descriptor per chunk (cuMemExportToShareableHandle, owned by
+ * the handle) and a descriptor that lists the chunks (their offsets and
+ * sizes), the buffer's size, its location, the exporting device's UUID and
+ * process id, with a CRC-32. It travels with cumem_ipc_send_virtual (or any
+ * channel that carries file descriptors: take the descriptor's bytes and the
+ * fds, and rebuild the handle with cumem_virtual_ipc_handle_from_fds); the
+ * importer maps the chunks into one range of its own
+ * (cumem_buffer_from_virtual_ipc_handle).
+ *
+ * Validation, as for pool descriptors: every field is checked as if the
+ * CRC were absent (magic, version, length, the chunk list contiguous from
+ * offset 0 and summing to the mapped size, sizes at the granularity, the
+ * buffer's size within it, reserved bytes zero), then against the driver:
+ * each fd must import as a chunk (cuMemImportFromShareableHandle), whose
+ * location the driver reports must be the descriptor's, on the importing
+ * device (for device memory its UUID must be the descriptor's), and map at
+ * its offset with its size. A forged or mismatched descriptor is refused
+ * with CUMEM_ERROR_INVALID_ARGUMENT (or CUMEM_ERROR_WRONG_DEVICE) naming the
+ * check, never a crash; whatever was imported or mapped is given back.
+ * Closing the imported buffer unmaps it in the importer; the exporter's
+ * memory lives until every process has unmapped it and the exporter freed
+ * it. Order the two sides' work with an IPC event.
+ */
+
+/** A virtual buffer's chunks as file descriptors, and their descriptor. */
+typedef struct cumem_virtual_ipc_handle_t cumem_virtual_ipc_handle_t;
+
+/** Exports the memory of `buffer` (a whole buffer of a virtual resource
+ *  made with CUMEM_IPC_HANDLE_POSIX_FD) as a new handle owning one
+ *  close-on-exec file descriptor per chunk.
+ *  CUMEM_ERROR_NOT_SUPPORTED: not such a buffer (the message says why), or
+ *  a slice. CUMEM_ERROR_INVALID_ARGUMENT: an empty buffer. */
+CUMEM_API cumem_status_t cumem_buffer_get_virtual_ipc_handle(
+    const cumem_buffer_t* buffer, cumem_virtual_ipc_handle_t** out_handle);
+CUMEM_API cumem_status_t cumem_virtual_ipc_handle_retain(cumem_virtual_ipc_handle_t* handle);
+CUMEM_API cumem_status_t cumem_virtual_ipc_handle_release(cumem_virtual_ipc_handle_t* handle);
+/** The number of file descriptors (one per chunk), at least 1. */
+CUMEM_API cumem_status_t cumem_virtual_ipc_handle_fd_count(
+    const cumem_virtual_ipc_handle_t* handle, uint32_t* out_count);
+/** The file descriptor of chunk `index` (in the descriptor's order),
+ *  borrowed: valid while the handle lives; do not close it.
+ *  CUMEM_ERROR_OUT_OF_RANGE: index >= the count. */
+CUMEM_API cumem_status_t cumem_virtual_ipc_handle_fd(const cumem_virtual_ipc_handle_t* handle,
+                                                     uint32_t index, int32_t* out_fd);
+/** The descriptor's bytes: like snprintf, writes min(capacity, length)
+ *  bytes into `bytes` ([out][optional]: NULL with capacity 0) and sets
+ *  *out_length to the descriptor's full length (100 + 16 per chunk). */
+CUMEM_API cumem_status_t cumem_virtual_ipc_handle_descriptor(
+    const cumem_virtual_ipc_handle_t* handle, uint8_t* bytes, size_t capacity,
+    size_t* out_length);
+/** Rebuilds a handle from a descriptor's `length` bytes and the `count`
+ *  file descriptors that came with it, in the descriptor's order. On
+ *  success the handle owns the fds; on failure the caller still does.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: the descriptor is not valid (the message
+ *  names the check), `count` is not its chunk count, or an fd is not open. */
+CUMEM_API cumem_status_t cumem_virtual_ipc_handle_from_fds(
+    const uint8_t* descriptor, size_t length, const int32_t* fds, uint32_t count,
+    cumem_virtual_ipc_handle_t** out_handle);
+/** Sends the handle over a connected Unix domain socket (SOCK_STREAM or
+ *  SOCK_SEQPACKET), in the messages of cumem_ipc_send: the first carries
+ *  the descriptor (in 160-byte pieces) and the first fd, each next one
+ *  another fd. Blocks until all is sent; one sender per socket at a time.
+ *  CUMEM_ERROR_INVALID_STATE: the peer closed the connection. */
+CUMEM_API cumem_status_t cumem_ipc_send_virtual(int32_t socket,
+                                                const cumem_virtual_ipc_handle_t* handle);
+/** Receives a handle sent by cumem_ipc_send_virtual. Every file descriptor
+ *  received and not handed out is closed. CUMEM_ERROR_INVALID_STATE: the
+ *  peer closed the connection; CUMEM_ERROR_INVALID_ARGUMENT: a malformed
+ *  message or descriptor (after which the connection is out of step:
+ *  close it). */
+CUMEM_API cumem_status_t cumem_ipc_receive_virtual(int32_t socket,
+                                                   cumem_virtual_ipc_handle_t** out_handle);
+/** Maps the memory of another process's virtual buffer into this process,
+ *  on `device` (which gets read-write access), as a buffer of the
+ *  descriptor's size whose resource is a new imported virtual resource
+ *  (properties.is_imported; it cannot allocate). The stream
+ *  ([in][optional]) becomes the buffer's deallocation stream. Closing the
+ *  buffer unmaps it here. The handle may be released afterwards.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: a descriptor or fd the driver refuses (see
+ *  above). CUMEM_ERROR_WRONG_DEVICE: device memory of another device than
+ *  `device`. */
+CUMEM_API cumem_status_t cumem_buffer_from_virtual_ipc_handle(
+    const cumem_device_t* device, const cumem_virtual_ipc_handle_t* handle,
+    const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
 
 #ifdef __cplusplus
 } /* extern "C" */

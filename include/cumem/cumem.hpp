@@ -120,6 +120,12 @@ inline cumem_program_options_t program_options() noexcept { return CUMEM_PROGRAM
 inline cumem_resource_callbacks_t resource_callbacks() noexcept { return CUMEM_RESOURCE_CALLBACKS_INIT; }
 inline cumem_launch_config_t launch_config() noexcept { return CUMEM_LAUNCH_CONFIG_INIT; }
 inline cumem_dlpack_options_t dlpack_options() noexcept { return CUMEM_DLPACK_OPTIONS_INIT; }
+inline cumem_virtual_resource_options_t virtual_resource_options() noexcept {
+  return CUMEM_VIRTUAL_RESOURCE_OPTIONS_INIT;
+}
+inline cumem_caching_resource_options_t caching_resource_options() noexcept {
+  return CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+}
 
 namespace detail {
 // The out structs, as their _INIT macros fill them.
@@ -139,6 +145,8 @@ template <>
 inline cumem_buffer_info_t init() noexcept { return CUMEM_BUFFER_INFO_INIT; }
 template <>
 inline cumem_kernel_attributes_t init() noexcept { return CUMEM_KERNEL_ATTRIBUTES_INIT; }
+template <>
+inline cumem_virtual_statistics_t init() noexcept { return CUMEM_VIRTUAL_STATISTICS_INIT; }
 }  // namespace detail
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
@@ -222,6 +230,7 @@ Out out(Fn fn, In... in) {
 }  // namespace detail
 
 class Buffer;
+class VirtualIpcHandle;
 class Resource;
 class StreamRef;
 
@@ -303,6 +312,7 @@ class Device : public detail::Handle<Device, cumem_device_t, cumem_device_retain
 // ---------------------------------------------------------------------------
 
 class Event;
+class Graph;
 
 class Stream : public detail::Handle<Stream, cumem_stream_t, cumem_stream_retain,
                                      cumem_stream_release> {
@@ -340,6 +350,11 @@ class Stream : public detail::Handle<Stream, cumem_stream_t, cumem_stream_retain
     check(cumem_stream_begin_capture(get(), mode));
   }
   void* end_capture() const { return detail::out<void*>(cumem_stream_end_capture, get()); }
+  // CUDA graphs (defined below with Graph): whether the stream captures now,
+  // whoever began it, and the capture's id; ending a capture into a Graph.
+  cumem_capture_info_t capture_info() const;
+  Graph end_capture_graph() const;
+  Graph end_capture_graph(const cumem_graph_options_t& options) const;
   // Later work on this stream waits for the last record of `event`.
   void wait(const Event& event) const;
   // Later work on this stream waits for the work queued on `other` so far.
@@ -517,6 +532,16 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     check(cumem_caching_resource_create(upstream.get(), &r));
     return Resource(r);
   }
+  // The caching adaptor with options, e.g. expandable segments
+  // (cumem_caching_resource_create_with_options):
+  //   auto o = cumem::caching_resource_options();
+  //   o.expandable = CUMEM_TRUE;
+  //   auto cache = cumem::Resource::caching(pool, o);
+  static Resource caching(const Resource& upstream, const cumem_caching_resource_options_t& options) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_caching_resource_create_with_options(upstream.get(), &options, &r));
+    return Resource(r);
+  }
   // The tracking adaptor (outstanding allocations; call stacks if asked).
   static Resource tracking(const Resource& upstream, bool backtraces = false) {
     cumem_resource_t* r = nullptr;
@@ -623,8 +648,9 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     return c;
   }
   void release_cached() const { check(cumem_caching_resource_release_cached(get())); }
-  // Gives cached blocks back until at most keep_bytes stay, then trims a
-  // pool upstream (caching adaptors only).
+  // Gives cached blocks back until at most keep_bytes stay (an expandable
+  // cache unmaps their pages), then asks the upstream to trim what it holds
+  // unused (caching adaptors only).
   void trim_cache(uint64_t keep_bytes = 0) const {
     check(cumem_caching_resource_trim(get(), keep_bytes));
   }
@@ -676,12 +702,57 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     return detail::out<void*>(cumem_resource_pool_native, get());
   }
 
+  // The graph memory resource of `device` (cuda.core's GraphMemoryResource):
+  // allocations on capturing streams only, owned by the graph.
+  static Resource graph_memory(const Device& device) {
+    cumem_resource_t* r = nullptr;
+    check(cumem_graph_memory_resource_create(device.get(), &r));
+    return Resource(r);
+  }
+  // Graph memory resources only (else CUMEM_ERROR_NOT_SUPPORTED): the
+  // device's graph memory, its trim and the reset of its highs.
+  cumem_graph_memory_attributes_t graph_memory_attributes() const {
+    cumem_graph_memory_attributes_t a = CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT;
+    check(cumem_graph_memory_resource_get_attributes(get(), &a));
+    return a;
+  }
+  void graph_memory_trim() const { check(cumem_graph_memory_resource_trim(get())); }
+  void graph_memory_reset_highs() const { check(cumem_graph_memory_resource_reset_highs(get())); }
+
   // Exports an IPC-enabled resource (properties().ipc_enabled) to send to
   // other processes; throws CUMEM_ERROR_NOT_SUPPORTED for other resources.
   AllocationHandle get_allocation_handle() const {
     return AllocationHandle(
         detail::out<cumem_allocation_handle_t*>(cumem_resource_get_allocation_handle, get()));
   }
+
+  // Virtual memory (cuda.core's VirtualMemoryResource): buffers that grow
+  // and shrink with Buffer::resize; see cumem.h's "Virtual memory".
+  static Resource virtual_memory(const Device& device) {
+    return make(cumem_virtual_resource_create, device, nullptr);
+  }
+  static Resource virtual_memory(const Device& device,
+                                 const cumem_virtual_resource_options_t& options) {
+    return make(cumem_virtual_resource_create, device, &options);
+  }
+  // The virtual_* calls throw CUMEM_ERROR_NOT_SUPPORTED unless kind() is
+  // CUMEM_RESOURCE_VIRTUAL. `peer`'s access to every buffer, present and
+  // future (CUMEM_ACCESS_NONE revokes it).
+  void virtual_set_access(const Device& peer, cumem_access_t access) const {
+    check(cumem_virtual_resource_set_access(get(), peer.get(), access));
+  }
+  cumem_access_t virtual_get_access(const Device& peer) const {
+    cumem_access_t a = CUMEM_ACCESS_NONE;
+    check(cumem_virtual_resource_get_access(get(), peer.get(), &a));
+    return a;
+  }
+  cumem_virtual_statistics_t virtual_statistics() const {
+    cumem_virtual_statistics_t s = detail::init<cumem_virtual_statistics_t>();
+    check(cumem_virtual_resource_get_statistics(get(), &s));
+    return s;
+  }
+  // Waits for the work pending frees and resizes wait for, then releases them.
+  void release_pending() const { check(cumem_virtual_resource_release_pending(get())); }
 
   // The failure-callback adaptor over `upstream`, with a C callback.
   static Resource failure_callback(const Resource& upstream, const cumem_failure_callback_t& callback) {
@@ -939,6 +1010,17 @@ class Buffer : public detail::Handle<Buffer, cumem_buffer_t, cumem_buffer_retain
   IpcDescriptor get_ipc_descriptor() const {
     return detail::out<IpcDescriptor>(cumem_buffer_get_ipc_descriptor, get());
   }
+
+  // Virtual memory: resizes a buffer of a virtual resource (cuda.core's
+  // modify_allocation), ordered on `stream` ({}: the deallocation stream);
+  // ptr() may change. Shares it with another process as its chunks' fds,
+  // and maps another process's (definitions below VirtualIpcHandle).
+  void resize(size_t new_size, StreamRef stream = {}) const {
+    check(cumem_buffer_resize(get(), new_size, stream.get()));
+  }
+  VirtualIpcHandle get_virtual_ipc_handle() const;
+  static Buffer from_virtual_ipc_handle(const Device& device, const VirtualIpcHandle& handle,
+                                        StreamRef stream = {});
 };
 
 inline Buffer Resource::allocate(size_t size, StreamRef stream) const {
@@ -1006,6 +1088,68 @@ inline IpcMessage ipc_receive(int32_t socket, uint32_t capacity) {
   m.handle = AllocationHandle(h);
   m.descriptors.resize(count);
   return m;
+}
+
+// ---------------------------------------------------------------------------
+// Virtual memory across processes
+// ---------------------------------------------------------------------------
+
+// A virtual buffer's chunks as file descriptors (owned by the handle) and
+// the descriptor that lists them. Made by Buffer::get_virtual_ipc_handle(),
+// received by ipc_receive_virtual(), or rebuilt with from_fds().
+class VirtualIpcHandle
+    : public detail::Handle<VirtualIpcHandle, cumem_virtual_ipc_handle_t,
+                            cumem_virtual_ipc_handle_retain, cumem_virtual_ipc_handle_release> {
+ public:
+  using Handle::Handle;
+
+  // Rebuilds a handle from a descriptor's bytes and its chunks' file
+  // descriptors, in order. On success the handle owns the fds; when this
+  // throws, the caller still does.
+  static VirtualIpcHandle from_fds(const std::vector<uint8_t>& descriptor,
+                                   const std::vector<int32_t>& fds) {
+    cumem_virtual_ipc_handle_t* h = nullptr;
+    const uint32_t count = fds.size() > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(fds.size());
+    check(cumem_virtual_ipc_handle_from_fds(descriptor.data(), descriptor.size(),
+                                            fds.empty() ? nullptr : fds.data(), count, &h));
+    return VirtualIpcHandle(h);
+  }
+  uint32_t fd_count() const {
+    return detail::out<uint32_t>(cumem_virtual_ipc_handle_fd_count, get());
+  }
+  // Chunk `index`'s file descriptor, borrowed: valid while this handle lives.
+  int32_t fd(uint32_t index) const {
+    return detail::out<int32_t>(cumem_virtual_ipc_handle_fd, get(), index);
+  }
+  // The descriptor's bytes, to send with the fds over another channel.
+  std::vector<uint8_t> descriptor() const {
+    size_t n = 0;
+    check(cumem_virtual_ipc_handle_descriptor(get(), nullptr, 0, &n));
+    std::vector<uint8_t> bytes(n);
+    check(cumem_virtual_ipc_handle_descriptor(get(), bytes.data(), bytes.size(), &n));
+    return bytes;
+  }
+};
+
+inline VirtualIpcHandle Buffer::get_virtual_ipc_handle() const {
+  return VirtualIpcHandle(
+      detail::out<cumem_virtual_ipc_handle_t*>(cumem_buffer_get_virtual_ipc_handle, get()));
+}
+inline Buffer Buffer::from_virtual_ipc_handle(const Device& device, const VirtualIpcHandle& handle,
+                                              StreamRef stream) {
+  cumem_buffer_t* b = nullptr;
+  check(cumem_buffer_from_virtual_ipc_handle(device.get(), handle.get(), stream.get(), &b));
+  return Buffer(b);
+}
+
+// Sends a virtual IPC handle over a connected Unix domain socket (one
+// sender per socket at a time); receives one sent so.
+inline void ipc_send_virtual(int32_t socket, const VirtualIpcHandle& handle) {
+  check(cumem_ipc_send_virtual(socket, handle.get()));
+}
+inline VirtualIpcHandle ipc_receive_virtual(int32_t socket) {
+  return VirtualIpcHandle(
+      detail::out<cumem_virtual_ipc_handle_t*>(cumem_ipc_receive_virtual, socket));
 }
 
 // ---------------------------------------------------------------------------
@@ -1210,6 +1354,47 @@ void launch(const Kernel& kernel, StreamRef stream, const LaunchConfig& config,
 }
 
 // ---------------------------------------------------------------------------
+// CUDA graphs
+// ---------------------------------------------------------------------------
+
+inline cumem_graph_options_t graph_options() noexcept { return CUMEM_GRAPH_OPTIONS_INIT; }
+
+// An executable CUDA graph (CUgraphExec) of one device.
+class Graph : public detail::Handle<Graph, cumem_graph_t, cumem_graph_retain,
+                                    cumem_graph_release> {
+ public:
+  using Handle::Handle;
+
+  // Instantiates a CUgraph (void*) for `device`; the CUgraph stays the
+  // caller's (Stream::end_capture_graph gives a Graph that owns its own).
+  static Graph instantiate(const Device& device, void* native_graph,
+                           const cumem_graph_options_t& options = graph_options()) {
+    cumem_graph_t* g = nullptr;
+    check(cumem_graph_instantiate(device.get(), native_graph, &options, &g));
+    return Graph(g);
+  }
+  void launch(StreamRef stream = nullptr) const { check(cumem_graph_launch(get(), stream.get())); }
+  void upload(StreamRef stream = nullptr) const { check(cumem_graph_upload(get(), stream.get())); }
+  // The CUgraphExec, valid while this graph lives.
+  void* native() const { return detail::out<void*>(cumem_graph_native, get()); }
+  // The id of the capture it came from (0: instantiated from a CUgraph).
+  uint64_t capture_id() const { return detail::out<uint64_t>(cumem_graph_capture_id, get()); }
+};
+
+inline cumem_capture_info_t Stream::capture_info() const {
+  cumem_capture_info_t c = CUMEM_CAPTURE_INFO_INIT;
+  check(cumem_stream_get_capture_info(get(), &c));
+  return c;
+}
+inline Graph Stream::end_capture_graph() const { return end_capture_graph(graph_options()); }
+inline Graph Stream::end_capture_graph(const cumem_graph_options_t& options) const {
+  cumem_graph_t* g = nullptr;
+  check(cumem_stream_end_capture_graph(get(), &options, &g));
+  return Graph(g);
+}
+
+static_assert(sizeof(Graph) == sizeof(void*), "owners are one pointer wide");
+// ---------------------------------------------------------------------------
 // The device's memory resource, and batches
 // ---------------------------------------------------------------------------
 
@@ -1351,6 +1536,7 @@ inline cumem_batch_statistics_t batch_statistics() {
 
 static_assert(sizeof(Buffer) == sizeof(void*), "owners are one pointer wide");
 static_assert(sizeof(AllocationHandle) == sizeof(void*), "owners are one pointer wide");
+static_assert(sizeof(VirtualIpcHandle) == sizeof(void*), "owners are one pointer wide");
 static_assert(sizeof(StreamRef) == sizeof(void*), "views are one pointer wide");
 
 }  // namespace cumem

@@ -103,6 +103,9 @@ void load(Loaded& out) {
   pthread_atfork(nullptr, nullptr, mark_forked_child);
 }
 
+// Set once loading succeeded (loaded_already).
+std::atomic<const Table*> published{nullptr};
+
 Loaded& loaded() {
   // Never destroyed: objects may be released from atexit handlers and
   // static destructors that run after this one would have.
@@ -110,6 +113,7 @@ Loaded& loaded() {
   static std::once_flag once;
   std::call_once(once, [] {
     load(*instance);
+    if (instance->ok) published.store(&instance->table, std::memory_order_release);
     if (!log::enabled(log::Level::info)) return;
     if (instance->ok)
       log::write(log::Level::info, "loaded the CUDA driver " +
@@ -141,6 +145,8 @@ const Table* get_if_loaded() noexcept {
     return nullptr;
   }
 }
+
+const Table* loaded_already() noexcept { return published.load(std::memory_order_acquire); }
 
 bool available() noexcept { return get_if_loaded() != nullptr; }
 

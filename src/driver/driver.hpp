@@ -93,6 +93,32 @@ namespace cumem::core::driver {
   X(cuIpcOpenEventHandle, 4010)              \
   X(cuPointerGetAttribute, 4000)             \
   X(cuMemGetAddressRange, 3020)              \
+  /* Virtual memory management (src/vmm/). */ \
+  X(cuMemGetAllocationGranularity, 10020)    \
+  X(cuMemAddressReserve, 10020)              \
+  X(cuMemAddressFree, 10020)                 \
+  X(cuMemCreate, 10020)                      \
+  X(cuMemRelease, 10020)                     \
+  X(cuMemMap, 10020)                         \
+  X(cuMemUnmap, 10020)                       \
+  X(cuMemSetAccess, 10020)                   \
+  X(cuMemGetAccess, 10020)                   \
+  X(cuMemExportToShareableHandle, 10020)     \
+  X(cuMemImportFromShareableHandle, 10020)   \
+  X(cuMemGetAllocationPropertiesFromHandle, 10020)     \
+  /* stream capture and graphs (src/capture.cpp, src/graph.cpp, */ \
+  /* resources/graph_memory_resource.cpp) */ \
+  X(cuStreamGetCaptureInfo, 12030)           \
+  X(cuThreadExchangeStreamCaptureMode, 10010) \
+  X(cuGraphInstantiateWithFlags, 11040)      \
+  X(cuGraphUpload, 11010)                    \
+  X(cuGraphLaunch, 10000)                    \
+  X(cuGraphExecDestroy, 10000)               \
+  X(cuGraphDestroy, 10000)                   \
+  X(cuMemAllocAsync, 11020)                  \
+  X(cuDeviceGetGraphMemAttribute, 11040)     \
+  X(cuDeviceSetGraphMemAttribute, 11040)     \
+  X(cuDeviceGraphMemTrim, 11040) \
   X(cuMemPrefetchBatchAsync, 13000)          \
   X(cuMemDiscardAndPrefetchBatchAsync, 13000) \
   X(cuMemRangeGetAttribute, 8000)
@@ -136,6 +162,9 @@ void check(CUresult result, const char* function, const std::string& what);
 
 // The loaded table, or nullptr when there is no driver; never throws.
 const Table* get_if_loaded() noexcept;
+// The table if an earlier call loaded the driver, else nullptr; never
+// loads it (for code that must not make a host-only call load libcuda).
+const Table* loaded_already() noexcept;
 
 // Whether the driver has cuMemcpyBatchAsync in either signature.
 inline bool has_memcpy_batch(const Table& t) noexcept {

@@ -1,15 +1,19 @@
 // An adaptor is a resource over an upstream resource: it keeps the upstream
 // alive, describes the same memory, and adds one behaviour of its own in
-// do_allocate/do_deallocate (which pass the rest to upstream()).
+// do_allocate/do_deallocate (which pass the rest to upstream()). A request
+// to give unused memory back (trimmable.hpp) is passed to the upstream.
 #pragma once
 
 #include "resource.hpp"
+#include "trimmable.hpp"
 
 namespace cumem::core {
 
-class Adaptor : public Resource {
+class Adaptor : public Resource, public Trimmable {
  public:
   const Resource& upstream() const noexcept { return *upstream_; }
+  // An adaptor holds nothing of its own: the upstream gives back what it holds.
+  void trim_unused() override { core::trim_unused(*upstream_); }
 
  protected:
   // The adaptor's memory is the upstream's; `kind` says what the adaptor is.

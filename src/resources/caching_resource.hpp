@@ -1,6 +1,6 @@
 // The caching adaptor: freed blocks stay cached, by rounded size and by the
 // stream they were freed on, and are handed out again without asking the
-// upstream. See caching_resource.cpp for the rules.
+// upstream. See caching_resource.cpp for the rules, caching/ for its parts.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,15 @@ struct CachingStatistics {
   uint64_t misses = 0;          // allocations that went to the upstream
   uint64_t stream_reuses = 0;   // hits on a block freed on another stream
   uint64_t oom_retries = 0;     // upstream out of memory: cache released, retried
+  uint64_t pages_mapped = 0;    // expandable: pages ever mapped
+  uint64_t pages_unmapped = 0;  // expandable: pages ever unmapped
+};
+
+struct CachingOptions {
+  // Large blocks are pieces of address ranges the cache reserves per stream
+  // on the upstream's device, pages mapped on demand (caching/expandable.hpp).
+  bool expandable = false;
+  uint64_t page_size = 0;  // expandable: bytes mapped at a time; 0: 20 MiB
 };
 
 // The caching adaptor's own calls (the C layer finds them by dynamic_cast).
@@ -26,13 +35,17 @@ class Caching {
   // Gives every cached block back to the upstream (waits for the device).
   virtual void release_cached() = 0;
   // Gives cached blocks back until at most keep_bytes stay cached (waits
-  // for the device), then trims a pool upstream to what it has in use.
+  // for the device), then, once its frees ran, asks the upstream to give
+  // back what it holds unused (trimmable.hpp: a pool trims to 0).
   virtual void trim(uint64_t keep_bytes) = 0;
 
  protected:
   ~Caching() = default;
 };
 
-Ref<Resource> create_caching_resource(Ref<Resource> upstream);
+// Expandable needs an upstream of device memory on a device with virtual
+// memory management (else not_supported) and a page size that is a
+// multiple of the device's granularity (else invalid_argument).
+Ref<Resource> create_caching_resource(Ref<Resource> upstream, const CachingOptions& options = {});
 
 }  // namespace cumem::core

@@ -1,5 +1,6 @@
 // Device memory: the device's default cuMemPool or a new one; on devices
 // without memory pools, cuMemAlloc (the legacy device resource).
+#include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "pool_resource.hpp"
@@ -32,6 +33,9 @@ Ref<Resource> create_device_resource(Ref<Device> device, const PoolOptions& opti
     return create_legacy_device_resource(std::move(device), ResourceKind::device);
   }
   ScopedContext scope(*device);
+  // A resource may be made while a capture is underway (the frameworks'
+  // default resource is made on first use): its pool calls run relaxed.
+  RelaxedCaptureMode relaxed;
   const std::string where = device->describe();
   if (options.use_default_pool) {
     CUmemoryPool pool = nullptr;

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "pool_resource.hpp"
@@ -68,6 +69,7 @@ class ImportedPoolResource final : public PoolResource {
       return it->second.ptr;
     }
     ScopedContext scope(stream ? stream->device() : *device_);
+    RelaxedCaptureMode relaxed;
     CUmemPoolPtrExportData data{};
     std::memcpy(data.reserved, d.export_data.data(), sizeof data.reserved);
     CUdeviceptr ptr = 0;
@@ -139,6 +141,7 @@ Ref<Resource> import_pool(Ref<Device> device, const AllocationHandle& handle) {
   props.ipc_enabled = true;
   props.is_imported = true;
   ScopedContext scope(*device);
+  RelaxedCaptureMode relaxed;
   CUmemoryPool imported = nullptr;
   CUMEM_CU(cuMemPoolImportFromShareableHandle,
            (&imported, reinterpret_cast<void*>(static_cast<intptr_t>(handle.fd())),

@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "../ipc/shareable.hpp"
@@ -45,6 +46,7 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable {
         if (it->second.size == size) return it->second;
     }
     ScopedContext scope(*device_);
+    RelaxedCaptureMode relaxed;
     CUdeviceptr base = 0;
     size_t range = 0;
     CUMEM_CU(cuMemGetAddressRange, (&base, &range, reinterpret_cast<CUdeviceptr>(ptr)),
@@ -81,6 +83,7 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable {
       m = &it->second;
     } else {
       ScopedContext scope(*device_);
+      RelaxedCaptureMode relaxed;
       CUipcMemHandle handle{};
       std::memcpy(handle.reserved, d.export_data.data(), sizeof handle.reserved);
       CUdeviceptr base = 0;
@@ -112,6 +115,7 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable {
  protected:
   void* do_allocate(size_t size, const Stream*) override {
     ScopedContext scope(*device_);
+    RelaxedCaptureMode relaxed;  // synchronous: never captured, never invalidates
     CUdeviceptr ptr = 0;
     CUMEM_CU(cuMemAlloc, (&ptr, size), "allocating " + describe_bytes(size) + " with cuMemAlloc");
     return reinterpret_cast<void*>(ptr);

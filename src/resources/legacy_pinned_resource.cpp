@@ -1,5 +1,6 @@
 // Pinned host memory from cuMemHostAlloc: synchronous, usable by every
 // device (portable) and mapped into the device address space.
+#include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "sync_resource.hpp"
@@ -28,6 +29,7 @@ class LegacyPinnedResource final : public SyncResource {
  protected:
   void* do_allocate(size_t size, const Stream*) override {
     ScopedContext scope(*device_);
+    RelaxedCaptureMode relaxed;  // synchronous: never captured, never invalidates
     void* p = nullptr;
     CUMEM_CU(cuMemHostAlloc, (&p, size, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
              "allocating " + describe_bytes(size) + " with cuMemHostAlloc");

@@ -2,6 +2,7 @@
 // cuMemPool of CUDA 13+ drivers, else cuMemAllocManaged. Both kinds refuse
 // allocations larger than the device's free memory: oversubscribing managed
 // memory can stall the GPU.
+#include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "pool_resource.hpp"
@@ -57,6 +58,9 @@ class ManagedAllocResource final : public SyncResource {
   void* do_allocate(size_t size, const Stream*) override {
     check_within_free_memory(*device_, size);
     ScopedContext scope(*device_);
+    // Synchronous: legal under capture in relaxed mode (not captured; the
+    // memory is the caller's until freed).
+    RelaxedCaptureMode relaxed;
     CUdeviceptr ptr = 0;
     CUMEM_CU(cuMemAllocManaged, (&ptr, size, CU_MEM_ATTACH_GLOBAL),
              "allocating " + describe_bytes(size) + " of managed memory");
@@ -91,6 +95,7 @@ Ref<Resource> create_managed_resource(Ref<Device> device, Location preferred, bo
   const auto& drv = driver::get();
   if (use_pool && drv.cuMemGetDefaultMemPool_fn) {
     ScopedContext scope(*device);
+    RelaxedCaptureMode relaxed;  // pool calls while a capture may be underway
     CUmemLocation location = to_cu(preferred);
     CUmemoryPool pool = nullptr;
     // Drivers or devices without managed pools answer with an error: fall

@@ -1,4 +1,5 @@
 // Pinned host memory from a host-located cuMemPool (CUDA 12.6+ drivers).
+#include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "pool_resource.hpp"
@@ -39,6 +40,7 @@ Ref<Resource> create_pinned_resource(Ref<Device> device, const PoolOptions& opti
   props.ipc_enabled = options.ipc_enabled;
 
   ScopedContext scope(*device);
+  RelaxedCaptureMode relaxed;  // pool calls while a capture may be underway
   CUmemoryPool pool = nullptr;
   bool owned = false;
   std::string name;

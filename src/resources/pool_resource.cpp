@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "../log.hpp"
@@ -30,6 +31,7 @@ PoolResource::PoolResource(Ref<Device> device, const ResourceProperties& propert
 Ref<AllocationHandle> PoolResource::get_allocation_handle() const {
   if (!properties().ipc_enabled) return IpcShareable::get_allocation_handle();
   ScopedContext scope(*device_);
+  RelaxedCaptureMode relaxed;
   int fd = -1;
   CUMEM_CU(cuMemPoolExportToShareableHandle,
            (&fd, pool_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
@@ -49,6 +51,7 @@ Ref<AllocationHandle> PoolResource::get_allocation_handle() const {
 IpcDescriptor PoolResource::get_ipc_descriptor(void* ptr, size_t size) const {
   if (!properties().ipc_enabled) return IpcShareable::get_ipc_descriptor(ptr, size);
   ScopedContext scope(*device_);
+  RelaxedCaptureMode relaxed;
   // The driver exports pointers only of a pool that was itself exported
   // (seen on CUDA 13.0): export it once first, whatever order the caller
   // uses.
@@ -74,6 +77,7 @@ PoolResource::~PoolResource() {
   // The driver keeps the pool until its outstanding allocations are freed.
   try {
     ScopedContext scope(*device_);
+    RelaxedCaptureMode relaxed;
     CUMEM_CU_CLEANUP(cuMemPoolDestroy, (pool_), "destroying a memory pool");
   } catch (...) {
     log::swallowed("destroying a memory pool");
@@ -89,8 +93,11 @@ void* PoolResource::do_allocate(size_t size, const Stream* stream) {
   try {
     ScopedContext scope(context_device(stream));
     CUdeviceptr ptr = 0;
-    CUMEM_CU(cuMemAllocFromPoolAsync, (&ptr, size, pool_, native_or_legacy(stream)),
-             "allocating " + describe_bytes(size) + " from " + name_);
+    const CUresult r =
+        CUMEM_CU_RESULT(cuMemAllocFromPoolAsync, (&ptr, size, pool_, native_or_legacy(stream)));
+    if (r != CUDA_SUCCESS)
+      driver::check(r, "cuMemAllocFromPoolAsync",
+                    "allocating " + describe_bytes(size) + " from " + name_ + capture_note(stream));
     return reinterpret_cast<void*>(ptr);
   } catch (...) {
     if (budget_) budget_->give_back(size);
@@ -100,8 +107,19 @@ void* PoolResource::do_allocate(size_t size, const Stream* stream) {
 
 void PoolResource::do_deallocate(void* ptr, size_t size, const Stream* stream) {
   ScopedContext scope(context_device(stream));
-  CUMEM_CU(cuMemFreeAsync, (reinterpret_cast<CUdeviceptr>(ptr), native_or_legacy(stream)),
-           "freeing " + describe_bytes(size) + " to " + name_);
+  // No capture query on the way (a pool's free under capture is a graph
+  // free node); only a failure asks, to say why.
+  const CUresult r =
+      CUMEM_CU_RESULT(cuMemFreeAsync, (reinterpret_cast<CUdeviceptr>(ptr), native_or_legacy(stream)));
+  if (r != CUDA_SUCCESS) {
+    const std::string note = capture_note(stream);
+    driver::check(r, "cuMemFreeAsync",
+                  "freeing " + describe_bytes(size) + " to " + name_ + note +
+                      (note.empty() ? ""
+                                    : ", and a graph can free only memory that a capture "
+                                      "allocated (graph memory): free memory allocated outside "
+                                      "captures on a stream that does not capture"));
+  }
   // The bytes count against max_size until the free is enqueued.
   if (budget_) budget_->give_back(size);
 }
@@ -142,6 +160,11 @@ uint64_t get_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, const c
 
 PoolAttributes PoolResource::pool_get_attributes() const {
   ScopedContext scope(*device_);
+  // Reading or setting a pool attribute is a "potentially unsafe" call
+  // under capture (cuda.core, libcu++ found so): every pool_* call runs in
+  // relaxed capture mode, which makes it legal on a capturing thread and
+  // harmless to other threads' captures.
+  RelaxedCaptureMode relaxed;
   PoolAttributes a;
   a.reuse_follow_event_dependencies =
       get_attribute(pool_, CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
@@ -162,6 +185,7 @@ PoolAttributes PoolResource::pool_get_attributes() const {
 
 void PoolResource::pool_set_attributes(const PoolAttributes& a) {
   ScopedContext scope(*device_);
+  RelaxedCaptureMode relaxed;
   const struct {
     CUmemPool_attribute attribute;
     bool value;
@@ -184,6 +208,7 @@ void PoolResource::pool_set_attributes(const PoolAttributes& a) {
 
 void PoolResource::pool_reset_highs() {
   ScopedContext scope(*device_);
+  RelaxedCaptureMode relaxed;
   cuuint64_t zero = 0;
   CUMEM_CU(cuMemPoolSetAttribute, (pool_, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero),
            "resetting the pool's reserved_mem_high");
@@ -193,6 +218,7 @@ void PoolResource::pool_reset_highs() {
 
 void PoolResource::pool_trim(uint64_t min_bytes_to_keep) {
   ScopedContext scope(*device_);
+  RelaxedCaptureMode relaxed;
   CUMEM_CU(cuMemPoolTrimTo, (pool_, static_cast<size_t>(min_bytes_to_keep)),
            "trimming " + describe() + " to " + describe_bytes(min_bytes_to_keep));
 }
@@ -212,6 +238,7 @@ void PoolResource::pool_set_access(const Device& peer, bool read_write) {
   desc.location.id = peer.ordinal();
   desc.flags = read_write ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
   ScopedContext scope(*device_);
+  RelaxedCaptureMode relaxed;
   CUMEM_CU(cuMemPoolSetAccess, (pool_, &desc, 1),
            std::string(read_write ? "granting " : "revoking ") + peer.describe() +
                " access to " + describe());
@@ -223,6 +250,7 @@ bool PoolResource::pool_get_access(const Device& peer) const {
   location.id = peer.ordinal();
   CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
   ScopedContext scope(*device_);
+  RelaxedCaptureMode relaxed;
   CUMEM_CU(cuMemPoolGetAccess, (&flags, pool_, &location),
            "reading " + peer.describe() + "'s access to " + describe());
   return flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
@@ -244,11 +272,13 @@ CUmemoryPool create_pool(const PoolSpec& spec, const std::string& where) {
   props.location = spec.location;
   props.maxSize = static_cast<size_t>(spec.max_size);
   CUmemoryPool pool = nullptr;
+  RelaxedCaptureMode relaxed;
   CUMEM_CU(cuMemPoolCreate, (&pool, &props), "creating a memory pool on " + where);
   return pool;
 }
 
 void set_release_threshold(CUmemoryPool pool, uint64_t threshold) {
+  RelaxedCaptureMode relaxed;
   cuuint64_t value = threshold;
   CUMEM_CU(cuMemPoolSetAttribute, (pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &value),
            "setting a pool's release threshold");

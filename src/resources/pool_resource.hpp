@@ -10,6 +10,7 @@
 #include "../ipc/shareable.hpp"
 #include "byte_budget.hpp"
 #include "resource.hpp"
+#include "trimmable.hpp"
 
 namespace cumem::core {
 
@@ -22,7 +23,7 @@ struct PoolAttributes {
   uint64_t used_mem_current = 0, used_mem_high = 0;
 };
 
-class PoolResource : public Resource, public IpcShareable {
+class PoolResource : public Resource, public IpcShareable, public Trimmable {
  public:
   // Takes `pool`; destroys it at the end when `owned`. A max_size above 0 is
   // enforced here on the bytes in use (the driver only caps what it
@@ -41,6 +42,8 @@ class PoolResource : public Resource, public IpcShareable {
   void pool_reset_highs();
   // Releases unused reserved memory, keeping at least min_bytes_to_keep.
   void pool_trim(uint64_t min_bytes_to_keep);
+  // Trimmable: what an adaptor above asks for, pool_trim(0).
+  void trim_unused() override { pool_trim(0); }
   void pool_set_access(const Device& peer, bool read_write);
   bool pool_get_access(const Device& peer) const;
   // 0 when unlimited.

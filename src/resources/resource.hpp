@@ -21,7 +21,7 @@ namespace cumem::core {
 enum class ResourceKind {
   host = 1, device = 2, pinned = 3, legacy_pinned = 4, managed = 5, limit = 6,
   legacy_device = 7, host_shared = 8, caching = 9, tracking = 10, logging = 11,
-  callback = 12, aligned = 13, failure_callback = 14,
+  callback = 12, aligned = 13, virtual_memory = 14, graph_memory = 15, failure_callback = 16,
 };
 
 // What a buffer's memory is. The values are the IPC descriptor's (1..4);
@@ -65,6 +65,11 @@ class Resource : public Object {
   // Counts memory that reached this resource without allocate_raw (a buffer
   // opened from another process), so that its deallocate_raw is counted.
   void count_allocation(size_t size) noexcept { statistics_.count_allocation(size); }
+  // Counts an allocation that changed size in place of its old one (a
+  // virtual buffer resized).
+  void count_resize(size_t old_size, size_t new_size) noexcept {
+    statistics_.count_resize(old_size, new_size);
+  }
   // The device whose context the resource uses; null for the host kind.
   const Device* device() const noexcept { return device_.get(); }
   // "pool of device 0", "host resource", ... for messages.

@@ -72,6 +72,18 @@ class Statistics {
     shard_add(s.frees, ~uint64_t{0}, t.exclusive);  // minus one, modulo 2^64
     add_bytes(s, static_cast<int64_t>(size), t.exclusive, limit_for(largest_allocation()));
   }
+  // An allocation of `old_size` that now has `new_size` bytes (a virtual
+  // buffer resized): bytes in use move by the difference; the allocation
+  // counts stay.
+  void count_resize(uint64_t old_size, uint64_t new_size) noexcept {
+    const ThreadShard t = thread_shard();
+    Shard& s = shards_[t.index];
+    const uint64_t largest = raise(largest_, new_size);
+    const int64_t delta = static_cast<int64_t>(new_size) - static_cast<int64_t>(old_size);
+    const int64_t pending = add_bytes(s, delta, t.exclusive, limit_for(largest));
+    const int64_t estimate = flushed_.load(std::memory_order_relaxed) + pending;
+    if (delta > 0 && estimate > 0) raise(peak_, static_cast<uint64_t>(estimate));
+  }
   uint64_t largest_allocation() const noexcept { return largest_.load(std::memory_order_relaxed); }
   uint64_t bytes_in_use() const noexcept { return snapshot().bytes_in_use; }
 

@@ -22,10 +22,9 @@ TEST(ApiTable, EveryMemberIsTheFunctionOfItsName) {
   ++checked;
 #include "../../capi/api_table.inc"
 #undef CUMEM_API_ENTRY
-  EXPECT_EQ(static_cast<size_t>(checked), (sizeof(cumem_api_t) - 8) / sizeof(void*))
+  EXPECT_EQ(checked, static_cast<int>((sizeof(cumem_api_t) - 8) / sizeof(void*)))
       << "every member is checked";
-  EXPECT_EQ(offsetof(cumem_api_t, cumem_get_log_level), 8 + 148 * sizeof(void*))
-      << "version 1 has 149 functions";
+  EXPECT_GE(checked, 149) << "version 1 has 149 functions";
   EXPECT_EQ(cumem_get_api(1), t) << "every version is the same table";
 }
 

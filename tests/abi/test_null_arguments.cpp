@@ -224,4 +224,144 @@ TEST(NullArguments, NullOutPointersWithLiveHostObjects) {
   cumem_resource_release(res);
 }
 
+// Virtual memory (cumem_virtual_resource_*, cumem_buffer_resize, virtual
+// IPC handles). NULL out-pointers next to live virtual objects need a
+// driver: tests/vmm/test_virtual_resource.cpp checks them on the fake one.
+TEST(NullArguments, VirtualMemory) {
+  cumem_resource_t* res = nullptr;
+  cumem_buffer_t* buf = nullptr;
+  cumem_virtual_ipc_handle_t* handle = nullptr;
+  cumem_access_t access = CUMEM_ACCESS_NONE;
+  cumem_virtual_statistics_t vs = CUMEM_VIRTUAL_STATISTICS_INIT;
+  uint32_t count = 0;
+  int32_t fd = 0;
+  size_t length = 0;
+  const uint8_t bytes[4] = {};
+  const int32_t fds[1] = {0};
+  expect_all({
+      {"cumem_virtual_resource_create", "device", [&] { return cumem_virtual_resource_create(nullptr, nullptr, &res); }},
+      {"cumem_buffer_resize", "buffer", [&] { return cumem_buffer_resize(nullptr, 1, nullptr); }},
+      {"cumem_virtual_resource_set_access", "resource", [&] { return cumem_virtual_resource_set_access(nullptr, nullptr, CUMEM_ACCESS_READ); }},
+      {"cumem_virtual_resource_get_access", "resource", [&] { return cumem_virtual_resource_get_access(nullptr, nullptr, &access); }},
+      {"cumem_virtual_resource_get_statistics", "resource", [&] { return cumem_virtual_resource_get_statistics(nullptr, &vs); }},
+      {"cumem_virtual_resource_release_pending", "resource", [&] { return cumem_virtual_resource_release_pending(nullptr); }},
+      {"cumem_buffer_get_virtual_ipc_handle", "buffer", [&] { return cumem_buffer_get_virtual_ipc_handle(nullptr, &handle); }},
+      {"cumem_virtual_ipc_handle_retain", "handle", [&] { return cumem_virtual_ipc_handle_retain(nullptr); }},
+      {"cumem_virtual_ipc_handle_fd_count", "handle", [&] { return cumem_virtual_ipc_handle_fd_count(nullptr, &count); }},
+      {"cumem_virtual_ipc_handle_fd", "handle", [&] { return cumem_virtual_ipc_handle_fd(nullptr, 0, &fd); }},
+      {"cumem_virtual_ipc_handle_descriptor", "handle", [&] { return cumem_virtual_ipc_handle_descriptor(nullptr, nullptr, 0, &length); }},
+      {"cumem_virtual_ipc_handle_from_fds", "descriptor", [&] { return cumem_virtual_ipc_handle_from_fds(nullptr, 0, fds, 1, &handle); }},
+      {"cumem_virtual_ipc_handle_from_fds", "fds", [&] { return cumem_virtual_ipc_handle_from_fds(bytes, sizeof bytes, nullptr, 1, &handle); }},
+      {"cumem_virtual_ipc_handle_from_fds", "out_handle", [&] { return cumem_virtual_ipc_handle_from_fds(bytes, sizeof bytes, fds, 1, nullptr); }},
+      {"cumem_ipc_send_virtual", "handle", [&] { return cumem_ipc_send_virtual(0, nullptr); }},
+      {"cumem_ipc_receive_virtual", "out_handle", [&] { return cumem_ipc_receive_virtual(0, nullptr); }},
+      {"cumem_buffer_from_virtual_ipc_handle", "device", [&] { return cumem_buffer_from_virtual_ipc_handle(nullptr, nullptr, nullptr, &buf); }},
+  });
+  EXPECT_EQ(cumem_virtual_ipc_handle_release(nullptr), CUMEM_SUCCESS) << "release(NULL) is fine";
+  cumem_virtual_resource_options_init(nullptr);  // does nothing
+
+  // Out-pointers checked before the buffer's resource is (a host buffer).
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &res));
+  CUMEM_ASSERT_OK(cumem_resource_allocate(res, 16, nullptr, &buf));
+  expect_all({
+      {"cumem_buffer_get_virtual_ipc_handle", "out_handle", [&] { return cumem_buffer_get_virtual_ipc_handle(buf, nullptr); }},
+  });
+  CUMEM_EXPECT_ERROR(cumem_buffer_resize(buf, 32, nullptr), CUMEM_ERROR_NOT_SUPPORTED,
+                     "only buffers allocated from a virtual memory resource can be resized");
+  CUMEM_EXPECT_ERROR(cumem_virtual_resource_get_statistics(res, &vs), CUMEM_ERROR_NOT_SUPPORTED,
+                     "is not a virtual memory resource");
+  cumem_buffer_release(buf);
+  cumem_resource_release(res);
+}
+
+// The caching adaptor's options (table version 2).
+TEST(NullArguments, CachingResourceWithOptions) {
+  cumem_resource_t* host = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
+  cumem_resource_t* out = nullptr;
+  const cumem_caching_resource_options_t o = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+  expect_all({
+      {"cumem_caching_resource_create_with_options", "upstream",
+       [&] { return cumem_caching_resource_create_with_options(nullptr, &o, &out); }},
+      {"cumem_caching_resource_create_with_options", "out_resource",
+       [&] { return cumem_caching_resource_create_with_options(host, &o, nullptr); }},
+  });
+  EXPECT_EQ(out, nullptr);
+  cumem_caching_resource_options_init(nullptr);  // a NULL struct is ignored
+  // NULL options are the defaults.
+  CUMEM_ASSERT_OK(cumem_caching_resource_create_with_options(host, nullptr, &out));
+  cumem_resource_release(out);
+  cumem_resource_release(host);
+}
+
+// CUDA graphs (capi/graph.cpp, cumem_stream_get_capture_info).
+TEST(NullArguments, CudaGraphs) {
+  void* p = nullptr;
+  cumem_graph_t* graph = nullptr;
+  cumem_resource_t* res = nullptr;
+  cumem_capture_info_t ci = CUMEM_CAPTURE_INFO_INIT;
+  cumem_graph_memory_attributes_t ga = CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT;
+  uint64_t id = 0;
+  expect_all({
+      {"cumem_stream_get_capture_info", "info",
+       [&] { return cumem_stream_get_capture_info(nullptr, nullptr); }},
+      {"cumem_stream_end_capture_graph", "stream",
+       [&] { return cumem_stream_end_capture_graph(nullptr, nullptr, &graph); }},
+      {"cumem_graph_instantiate", "device",
+       [&] { return cumem_graph_instantiate(nullptr, &p, nullptr, &graph); }},
+      {"cumem_graph_retain", "graph", [&] { return cumem_graph_retain(nullptr); }},
+      {"cumem_graph_launch", "graph", [&] { return cumem_graph_launch(nullptr, nullptr); }},
+      {"cumem_graph_upload", "graph", [&] { return cumem_graph_upload(nullptr, nullptr); }},
+      {"cumem_graph_native", "graph", [&] { return cumem_graph_native(nullptr, &p); }},
+      {"cumem_graph_capture_id", "graph", [&] { return cumem_graph_capture_id(nullptr, &id); }},
+      {"cumem_graph_memory_resource_create", "device",
+       [&] { return cumem_graph_memory_resource_create(nullptr, &res); }},
+      {"cumem_graph_memory_resource_get_attributes", "resource",
+       [&] { return cumem_graph_memory_resource_get_attributes(nullptr, &ga); }},
+      {"cumem_graph_memory_resource_trim", "resource",
+       [&] { return cumem_graph_memory_resource_trim(nullptr); }},
+      {"cumem_graph_memory_resource_reset_highs", "resource",
+       [&] { return cumem_graph_memory_resource_reset_highs(nullptr); }},
+  });
+  EXPECT_EQ(cumem_graph_release(nullptr), CUMEM_SUCCESS);
+  EXPECT_EQ(graph, nullptr);
+  EXPECT_EQ(res, nullptr);
+
+  // NULL out pointers with a live host object; then a host resource is not
+  // a graph memory resource (CUMEM_ERROR_NOT_SUPPORTED, nothing written).
+  cumem_resource_t* host = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
+  expect_all({
+      {"cumem_graph_memory_resource_get_attributes", "attributes",
+       [&] { return cumem_graph_memory_resource_get_attributes(host, nullptr); }},
+  });
+  ga.reserved_mem_current = 7;
+  CUMEM_EXPECT_ERROR(cumem_graph_memory_resource_get_attributes(host, &ga),
+                     CUMEM_ERROR_NOT_SUPPORTED, "is not a graph memory resource");
+  EXPECT_EQ(ga.reserved_mem_current, 7u);
+  CUMEM_EXPECT_ERROR(cumem_graph_memory_resource_trim(host), CUMEM_ERROR_NOT_SUPPORTED,
+                     "is not a graph memory resource");
+  CUMEM_EXPECT_ERROR(cumem_graph_memory_resource_reset_highs(host), CUMEM_ERROR_NOT_SUPPORTED,
+                     "is not a graph memory resource");
+  // A resource handle is not a graph handle.
+  CUMEM_EXPECT_ERROR(cumem_graph_launch(reinterpret_cast<cumem_graph_t*>(host), nullptr),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "is a cumem_resource_t, not a cumem_graph_t");
+  // NULL is the legacy default stream, which never captures: no driver call.
+  ci.id = 9;
+  CUMEM_ASSERT_OK(cumem_stream_get_capture_info(nullptr, &ci));
+  EXPECT_EQ(ci.status, CUMEM_CAPTURE_STATUS_NONE);
+  EXPECT_EQ(ci.id, 0u);
+  // The out struct's rules: an older caller's smaller struct gets only the
+  // fields it covers; a cut inside a field is refused, writing nothing.
+  ci.struct_size = 8;
+  ci.id = 9;
+  CUMEM_ASSERT_OK(cumem_stream_get_capture_info(nullptr, &ci));
+  EXPECT_EQ(ci.struct_size, 8u);
+  EXPECT_EQ(ci.id, 9u);
+  ci.struct_size = 12;
+  CUMEM_EXPECT_ERROR(cumem_stream_get_capture_info(nullptr, &ci), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "'id'");
+  cumem_resource_release(host);
+}
+
 }  // namespace

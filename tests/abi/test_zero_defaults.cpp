@@ -244,6 +244,68 @@ TEST(ZeroDefaults, CallbackResourceZeroFilledIsHostMemory) {
                      "callbacks->memory_kind 4 is not a cumem_memory_kind_t");
 }
 
+// Virtual memory (cumem_virtual_resource_*): its options and statistics.
+TEST(ZeroDefaults, VirtualMemoryStructsAreZeroFilled) {
+  EXPECT_TRUE(same_bytes(from_init(cumem_virtual_resource_options_init),
+                         zero_filled<cumem_virtual_resource_options_t>()));
+  EXPECT_TRUE(same_bytes(
+      CUMEM_FROM_MACRO(cumem_virtual_resource_options_t, CUMEM_VIRTUAL_RESOURCE_OPTIONS_INIT),
+      zero_filled<cumem_virtual_resource_options_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_virtual_statistics_t, CUMEM_VIRTUAL_STATISTICS_INIT),
+                         zero_filled<cumem_virtual_statistics_t>()));
+  EXPECT_EQ(static_cast<int>(CUMEM_GRANULARITY_RECOMMENDED), 0) << "the default granularity";
+  EXPECT_EQ(static_cast<int>(CUMEM_ACCESS_NONE), 0);
+}
+
+// The caching adaptor's options (table version 2): the _init function and
+// the macro give the zero-filled struct, which is the plain cache; a page
+// size without expandable is refused, naming both fields.
+TEST(ZeroDefaults, CachingResourceOptions) {
+  EXPECT_TRUE(same_bytes(from_init(cumem_caching_resource_options_init),
+                         zero_filled<cumem_caching_resource_options_t>()));
+  EXPECT_TRUE(same_bytes(
+      CUMEM_FROM_MACRO(cumem_caching_resource_options_t, CUMEM_CACHING_RESOURCE_OPTIONS_INIT),
+      zero_filled<cumem_caching_resource_options_t>()));
+  cumem_resource_t* host = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
+  cumem_caching_resource_options_t o = zero_filled<cumem_caching_resource_options_t>();
+  cumem_resource_t* cache = nullptr;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create_with_options(host, &o, &cache));
+  cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
+  CUMEM_ASSERT_OK(cumem_resource_get_properties(cache, &p));
+  EXPECT_EQ(p.kind, CUMEM_RESOURCE_CACHING);
+  cumem_resource_release(cache);
+  o.page_size = 2u << 20;
+  cache = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_caching_resource_create_with_options(host, &o, &cache),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "options->page_size is 2097152 but options->expandable is false");
+  EXPECT_EQ(cache, nullptr);
+  // Expandable segments are device memory: over the host resource, refused.
+  o.page_size = 0;
+  o.expandable = CUMEM_TRUE;
+  CUMEM_EXPECT_ERROR(cumem_caching_resource_create_with_options(host, &o, &cache),
+                     CUMEM_ERROR_NOT_SUPPORTED, "expandable segments are device memory");
+  std::memset(&o, 0, sizeof o);
+  CUMEM_EXPECT_ERROR(cumem_caching_resource_create_with_options(host, &o, &cache),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "cumem_caching_resource_options_init()");
+  EXPECT_EQ(cache, nullptr);
+  cumem_resource_release(host);
+}
+
+// CUDA graphs: the options struct, and the two out structs.
+TEST(ZeroDefaults, CudaGraphStructs) {
+  EXPECT_TRUE(same_bytes(from_init(cumem_graph_options_init), zero_filled<cumem_graph_options_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_graph_options_t, CUMEM_GRAPH_OPTIONS_INIT),
+                         zero_filled<cumem_graph_options_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_capture_info_t, CUMEM_CAPTURE_INFO_INIT),
+                         zero_filled<cumem_capture_info_t>()));
+  EXPECT_TRUE(same_bytes(
+      CUMEM_FROM_MACRO(cumem_graph_memory_attributes_t, CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT),
+      zero_filled<cumem_graph_memory_attributes_t>()));
+  // The zero value of each enum is its default.
+  EXPECT_EQ(static_cast<int>(CUMEM_CAPTURE_STATUS_NONE), 0);
+}
+
 }  // namespace
 
 // Batch copies: zero-filled options are the defaults (stream order, no

@@ -627,6 +627,22 @@ TEST(FacadeLog, LevelAndCallback) {
   EXPECT_EQ(cumem::log_level(), CUMEM_LOG_LEVEL_WARNING);
 }
 
+// The caching adaptor with options (Resource::caching(upstream, options)):
+// the defaults are the plain cache; expandable segments need device memory.
+TEST(FacadeAdaptors, CachingWithOptions) {
+  const cumem::Resource host = cumem::Resource::host();
+  auto o = cumem::caching_resource_options();
+  EXPECT_EQ(o.struct_size, sizeof(cumem_caching_resource_options_t));
+  EXPECT_EQ(o.expandable, CUMEM_FALSE);
+  const cumem::Resource cache = cumem::Resource::caching(host, o);
+  { const cumem::Buffer b = cache.allocate(1000); }
+  EXPECT_EQ(cache.caching_statistics().bytes_cached, 1024u);
+  EXPECT_EQ(cache.caching_statistics().pages_mapped, 0u);
+  o.expandable = CUMEM_TRUE;
+  EXPECT_CUMEM_THROW(cumem::Resource::caching(host, o), CUMEM_ERROR_NOT_SUPPORTED,
+                     "expandable segments are device memory");
+}
+
 // Copies at scale and the rest of cuda.core 1.3, where no GPU is needed.
 TEST(FacadeBatches, CopyBatchOverHostBuffersAndTheRawForm) {
   const cumem::Resource host = cumem::Resource::host();

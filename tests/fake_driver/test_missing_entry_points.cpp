@@ -151,6 +151,42 @@ TEST_F(FakeDriver, StreamAndEventOptionsFollowTheStructSizeRules) {
   cumem_event_release(event);
 }
 
+// A driver without the capture calls (this fake has none of them): no
+// stream can capture there, so the capture queries answer "none" without
+// failing and every call that waits or frees works as before; what graphs
+// need is CUMEM_ERROR_NOT_SUPPORTED naming it.
+TEST_F(FakeDriver, WithoutCaptureCallsNothingCapturesAndGraphsNameWhatIsMissing) {
+  cumem_stream_t* stream = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &stream));
+  cumem_capture_info_t info = CUMEM_CAPTURE_INFO_INIT;
+  info.id = 5;
+  CUMEM_ASSERT_OK(cumem_stream_get_capture_info(stream, &info));
+  EXPECT_EQ(info.status, CUMEM_CAPTURE_STATUS_NONE);
+  EXPECT_EQ(info.id, 0u);
+  CUMEM_ASSERT_OK(cumem_stream_synchronize(stream));
+  CUMEM_EXPECT_ERROR(cumem_stream_begin_capture(stream, CUMEM_CAPTURE_MODE_GLOBAL),
+                     CUMEM_ERROR_NOT_SUPPORTED, "cuStreamBeginCapture");
+  int dummy_graph = 0;
+  cumem_graph_t* graph = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_graph_instantiate(device, &dummy_graph, nullptr, &graph),
+                     CUMEM_ERROR_NOT_SUPPORTED, "cuGraphInstantiateWithFlags");
+  EXPECT_EQ(graph, nullptr);
+  // The graph memory resource is made (the device has pools) but cannot
+  // allocate (nothing captures) nor report its memory.
+  cumem_resource_t* gm = nullptr;
+  CUMEM_ASSERT_OK(cumem_graph_memory_resource_create(device, &gm));
+  void* p = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_resource_allocate_raw(gm, 64, stream, &p), CUMEM_ERROR_INVALID_STATE,
+                     "is not capturing");
+  cumem_graph_memory_attributes_t a = CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT;
+  CUMEM_EXPECT_ERROR(cumem_graph_memory_resource_get_attributes(gm, &a), CUMEM_ERROR_NOT_SUPPORTED,
+                     "cuDeviceGetGraphMemAttribute");
+  CUMEM_EXPECT_ERROR(cumem_graph_memory_resource_trim(gm), CUMEM_ERROR_NOT_SUPPORTED,
+                     "cuDeviceGraphMemTrim");
+  cumem_resource_release(gm);
+  cumem_stream_release(stream);
+}
+
 // Objects still alive at exit: the process must still end cleanly (the
 // driver's cleanup calls are missing, and no destructor may call them).
 TEST_F(FakeDriver, ObjectsLeftAliveAtExit) {

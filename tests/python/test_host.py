@@ -171,6 +171,28 @@ class HostPython(unittest.TestCase):
         b.close()
 
 
+class CachingOptionsHost(unittest.TestCase):
+    """The caching adaptor's options (cumem_caching_resource_create_with_options)."""
+
+    def test_expandable_needs_device_memory_and_structs_match_the_header(self):
+        import ctypes
+        from cumem import _lib
+        self.assertEqual(ctypes.sizeof(_lib.CachingResourceOptions), 16)
+        self.assertEqual(_lib.CachingResourceOptions.page_size.offset, 8)
+        self.assertEqual(ctypes.sizeof(_lib.CachingStatistics), 80)
+        host = cumem.Resource.host()
+        c = cumem.Resource.caching(host)
+        self.assertEqual(c.caching_statistics()["pages_mapped"], 0)
+        with self.assertRaises(cumem.CumemError) as e:
+            cumem.Resource.caching(host, expandable=True)
+        self.assertEqual(e.exception.status_name, "CUMEM_ERROR_NOT_SUPPORTED")
+        self.assertIn("expandable segments are device memory", e.exception.message)
+        with self.assertRaises(cumem.CumemError) as e:
+            cumem.Resource.caching(host, page_size=2 << 20)
+        self.assertEqual(e.exception.status_name, "CUMEM_ERROR_INVALID_ARGUMENT")
+        self.assertIn("page_size", e.exception.message)
+
+
 class BatchesPython(unittest.TestCase):
     """Copies at scale where no GPU is needed: batches of host buffers, copy_to
     with no destination, the failure-callback adaptor, locations."""
@@ -242,7 +264,7 @@ class BatchesPython(unittest.TestCase):
             return False
 
         r = cumem.Resource.failure_callback(limited, free_some)
-        self.assertEqual(r.properties()["kind"], 14)  # CUMEM_RESOURCE_FAILURE_CALLBACK
+        self.assertEqual(r.properties()["kind"], 16)  # CUMEM_RESOURCE_FAILURE_CALLBACK
         b = r.allocate(2000)
         self.assertEqual(len(seen), 1)
         self.assertEqual(seen[0]["size"], 2000)

@@ -19,6 +19,9 @@ const ResourceKind gpu_kinds[] = {
     caching_kind("caching_over_legacy_pinned", legacy_pinned_kind("legacy")),
     tracking_kind("tracking_over_device_pool", device_pool_kind("pool", false)),
     aligned_kind("aligned_65536_over_device_pool", device_pool_kind("pool", false), 65536),
+    virtual_kind("virtual_device"),
+    caching_kind("caching_over_virtual", virtual_kind("virtual")),
+    expandable_caching_kind("caching_expandable_over_device_pool", device_pool_kind("pool", false)),
     failure_callback_kind("failure_callback_over_device_pool", device_pool_kind("pool", false)),
 };
 

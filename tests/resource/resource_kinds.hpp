@@ -153,6 +153,19 @@ inline ResourceKind managed_kind(std::string name, bool use_pool) {
   return k;
 }
 
+// Device memory from a virtual memory resource (cuMemCreate + cuMemMap;
+// every allocation a reserved range), with its default options.
+inline ResourceKind virtual_kind(std::string name) {
+  ResourceKind k = gpu_kind(std::move(name), CUMEM_RESOURCE_VIRTUAL, CUMEM_MEMORY_DEVICE, false,
+                            DeviceTie::device, FreeOrder::stream_ordered);
+  k.make = [](cumem_device_t* device) {
+    return make_with([&](cumem_resource_t** out) {
+      return cumem_virtual_resource_create(device, nullptr, out);
+    });
+  };
+  return k;
+}
+
 // Makes an adaptor over `upstream` (the upstream stays the caller's).
 using AdaptorCreate =
     std::function<cumem_status_t(cumem_resource_t* upstream, cumem_resource_t** out)>;
@@ -198,6 +211,18 @@ inline ResourceKind aligned_kind(std::string name, const ResourceKind& upstream,
 inline ResourceKind caching_kind(std::string name, const ResourceKind& upstream) {
   ResourceKind k = adaptor(std::move(name), upstream, [](cumem_resource_t* up, cumem_resource_t** out) {
     return cumem_caching_resource_create(up, out);
+  });
+  k.kind = CUMEM_RESOURCE_CACHING;
+  return k;
+}
+
+// The caching adaptor with expandable segments over `upstream` (a device
+// memory kind), default page size.
+inline ResourceKind expandable_caching_kind(std::string name, const ResourceKind& upstream) {
+  ResourceKind k = adaptor(std::move(name), upstream, [](cumem_resource_t* up, cumem_resource_t** out) {
+    cumem_caching_resource_options_t o = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+    o.expandable = CUMEM_TRUE;
+    return cumem_caching_resource_create_with_options(up, &o, out);
   });
   k.kind = CUMEM_RESOURCE_CACHING;
   return k;

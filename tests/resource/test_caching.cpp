@@ -381,4 +381,30 @@ TEST_F(Caching, ALargeMissUsesLargeBlocksAnotherThreadKept) {
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, part, 8 * MiB, nullptr));
 }
 
+TEST_F(Caching, TrimReachesWhatTheUpstreamChainHolds) {
+  // A cache over a limit over another cache: trimming the outer one gives
+  // its blocks to the inner cache, and the request passes through the limit
+  // adaptor to the inner cache, which gives them to the host resource.
+  cumem_resource_t* limit = nullptr;
+  CUMEM_ASSERT_OK(cumem_limit_resource_create(cache, uint64_t{1} << 30, &limit));
+  cumem_resource_t* outer = nullptr;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(limit, &outer));
+  void* small = nullptr;
+  void* large = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(outer, 4000, nullptr, &small));
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(outer, 3 * MiB, nullptr, &large));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(outer, small, 4000, nullptr));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(outer, large, 3 * MiB, nullptr));
+  EXPECT_GT(statistics_of(host).bytes_in_use, 0u);
+  CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(outer));
+  EXPECT_GT(caching_of(cache).bytes_cached, 0u) << "release_cached stops at the inner cache";
+  EXPECT_GT(statistics_of(host).bytes_in_use, 0u);
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(outer, 0));
+  EXPECT_EQ(caching_of(outer).bytes_reserved, 0u);
+  EXPECT_EQ(caching_of(cache).bytes_reserved, 0u) << "the inner cache was trimmed too";
+  EXPECT_EQ(statistics_of(host).bytes_in_use, 0u);
+  cumem_resource_release(outer);
+  cumem_resource_release(limit);
+}
+
 }  // namespace

@@ -98,4 +98,33 @@ TEST_F(CachingGpu, TrimGivesThePoolsMemoryBackToTheSystem) {
   cumem_resource_release(pool);
 }
 
+// The trim passes through adaptors between the cache and the pool (it
+// reached only a pool right under the cache before).
+TEST_F(CachingGpu, TrimReachesThePoolThroughALimitAdaptor) {
+  cumem_pool_options_t po = CUMEM_POOL_OPTIONS_INIT;
+  po.new_pool = CUMEM_TRUE;
+  cumem_resource_t* pool = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, &po, &pool));
+  cumem_resource_t* limit = nullptr;
+  CUMEM_ASSERT_OK(cumem_limit_resource_create(pool, uint64_t{1} << 30, &limit));
+  cumem_resource_t* cache = nullptr;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(limit, &cache));
+  cumem_stream_t* stream = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &stream));
+  void* p[4] = {};
+  for (void*& x : p) CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 3 << 20, stream, &x));
+  for (void* x : p) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, x, 3 << 20, stream));
+  cumem_pool_attributes_t a = CUMEM_POOL_ATTRIBUTES_INIT;
+  CUMEM_ASSERT_OK(cumem_resource_pool_get_attributes(pool, &a));
+  EXPECT_GT(a.reserved_mem_current, 0u);
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
+  CUMEM_ASSERT_OK(cumem_resource_pool_get_attributes(pool, &a));
+  EXPECT_EQ(a.reserved_mem_current, 0u) << "the pool under the limit adaptor kept its memory";
+  EXPECT_EQ(a.used_mem_current, 0u);
+  cumem_stream_release(stream);
+  cumem_resource_release(cache);
+  cumem_resource_release(limit);
+  cumem_resource_release(pool);
+}
+
 }  // namespace

@@ -12,14 +12,15 @@ failure raises ``CumemError`` with the status and libcumem's message.
 """
 import ctypes
 
-from . import _lib
+from . import _graph, _lib
 from ._lib import lib, library_path
 
 __all__ = [
     "CumemError", "Device", "Stream", "Resource", "Buffer", "from_dlpack", "device_count",
     "driver_version", "version", "library_path", "set_framework_resource", "framework_resource",
     "DLDeviceType", "Program", "Library", "Kernel", "launch", "launch_config",
-    "kernel_arguments", "nvrtc_version",
+    "kernel_arguments", "nvrtc_version", "VirtualIpcHandle", "ipc_send_virtual",
+    "ipc_receive_virtual", "Graph",
     "Host", "CopyOptions", "copy_batch", "copy_batch_raw", "prefetch_batch", "discard_batch",
     "discard_prefetch_batch", "batch_statistics",
 ]
@@ -179,6 +180,22 @@ class Stream(_Handle):
     def wait(self, other):
         _check(lib.cumem_stream_wait_stream(self.handle, other.handle))
 
+    # CUDA graphs (cumem/_graph.py).
+    def begin_capture(self, mode="thread_local"):
+        """Captures the work queued from now into a CUDA graph; mode "global",
+        "thread_local" or "relaxed"."""
+        _check(lib.cumem_stream_begin_capture(self.handle, _graph.CAPTURE_MODES[mode]))
+
+    def end_capture_graph(self, auto_free_on_launch=False, use_node_priority=False):
+        """Ends the capture (begun here or by anyone) into an executable Graph."""
+        o = _graph.graph_options(auto_free_on_launch, use_node_priority)
+        return Graph(_out(lib.cumem_stream_end_capture_graph, self.handle, ctypes.byref(o)),
+                     self.device)
+
+    def capture_info(self):
+        """{'status': 'none'|'active'|'invalidated', 'id': int}, whoever began the capture."""
+        return _graph.capture_info(self.handle)
+
 
 def _stream(s):
     return None if s is None else s.handle
@@ -218,8 +235,16 @@ class Resource(_Handle):
         return cls(_out(lib.cumem_managed_resource_create, d.handle, None), (d,))
 
     @classmethod
-    def caching(cls, upstream):
-        return cls(_out(lib.cumem_caching_resource_create, upstream.handle), (upstream,))
+    def caching(cls, upstream, expandable=False, page_size=0):
+        """The caching adaptor over `upstream`. expandable: large blocks are pieces of
+        per-stream address ranges with pages mapped on demand (device memory only;
+        page_size 0: 20 MiB), as PyTorch's expandable_segments:True."""
+        if not expandable and not page_size:
+            return cls(_out(lib.cumem_caching_resource_create, upstream.handle), (upstream,))
+        o = _lib.CachingResourceOptions(ctypes.sizeof(_lib.CachingResourceOptions),
+                                        1 if expandable else 0, int(page_size))
+        return cls(_out(lib.cumem_caching_resource_create_with_options, upstream.handle,
+                        ctypes.byref(o)), (upstream,))
 
     @classmethod
     def aligned(cls, upstream, alignment):
@@ -273,14 +298,102 @@ class Resource(_Handle):
         _check(lib.cumem_caching_resource_release_cached(self.handle))
 
     def trim(self, keep_bytes=0):
-        """A caching adaptor gives cached blocks back until at most keep_bytes stay,
-        then trims a pool upstream."""
+        """A caching adaptor gives cached blocks back until at most keep_bytes stay
+        (an expandable one unmaps their pages), then asks its upstream to trim."""
         _check(lib.cumem_caching_resource_trim(self.handle, int(keep_bytes)))
+
+    # The graph memory resource (cuda.core's GraphMemoryResource): allocates
+    # only on capturing streams; the device's graph memory.
+    @classmethod
+    def graph_memory(cls, device=0):
+        d = _device(device)
+        return cls(_out(lib.cumem_graph_memory_resource_create, d.handle), (d,))
+
+    def graph_memory_attributes(self):
+        return _graph.graph_memory_attributes(self.handle)
+
+    def graph_memory_trim(self):
+        _check(lib.cumem_graph_memory_resource_trim(self.handle))
+
+    def graph_memory_reset_highs(self):
+        _check(lib.cumem_graph_memory_resource_reset_highs(self.handle))
 
     def properties(self):
         p = _lib.ResourceProperties(ctypes.sizeof(_lib.ResourceProperties))
         _check(lib.cumem_resource_get_properties(self.handle, ctypes.byref(p)))
         return {k: getattr(p, k) for k, _ in p._fields_ if k != "struct_size"}
+
+    # Virtual memory (cuda.core's VirtualMemoryResource; cumem.h "Virtual memory").
+    @classmethod
+    def virtual_memory(cls, device=0, **options):
+        """Buffers that grow and shrink (Buffer.resize). Options, with
+        cuda.core's names: location_type ("device", "host", "host_numa"),
+        location_id (the NUMA node), granularity ("recommended", "minimum"),
+        handle_type (None, "posix_fd", "fabric" or a list), gpu_direct_rdma,
+        addr_hint, addr_align, peers (device ordinals), peer_access ("rw",
+        "r"); and libcumem's chunk_size and reserve_size (bytes, 0: default)."""
+        from . import _virtual
+        d = _device(device)
+        o, keep = _virtual.options(d, **options)
+        handle = _out(lib.cumem_virtual_resource_create, d.handle, ctypes.byref(o))
+        del keep  # the peers were copied
+        return cls(handle, (d,))
+
+    def virtual_set_access(self, peer, access):
+        """`peer`'s access to every buffer, present and future: "rw", "r" or None."""
+        from . import _virtual
+        _virtual.set_access(self, peer, access)
+
+    def virtual_get_access(self, peer):
+        from . import _virtual
+        return _virtual.get_access(self, peer)
+
+    def virtual_statistics(self):
+        """What a virtual resource maps: granularity, chunk_size, bytes_mapped,
+        bytes_reserved, bytes_pending, grows_in_place, grows_moved, shrinks,
+        chunks_created, chunks_released."""
+        from . import _virtual
+        return _virtual.statistics(self)
+
+    def release_pending(self):
+        """Waits for the work pending frees and resizes wait for, then releases them."""
+        _check(lib.cumem_virtual_resource_release_pending(self.handle))
+
+
+class Graph(_Handle):
+    """An executable CUDA graph (Stream.end_capture_graph, or instantiate)."""
+    _release = staticmethod(lib.cumem_graph_release)
+
+    def __init__(self, handle, device):
+        super().__init__(handle)
+        self.device = device
+
+    @classmethod
+    def instantiate(cls, device, native_graph, auto_free_on_launch=False,
+                    use_node_priority=False):
+        """Instantiates a CUgraph (an int); the CUgraph stays the caller's."""
+        d = _device(device)
+        o = _graph.graph_options(auto_free_on_launch, use_node_priority)
+        return cls(_out(lib.cumem_graph_instantiate, d.handle, _V(int(native_graph)),
+                        ctypes.byref(o)), d)
+
+    def launch(self, stream=None):
+        _check(lib.cumem_graph_launch(self.handle, _stream(stream)))
+
+    def upload(self, stream=None):
+        _check(lib.cumem_graph_upload(self.handle, _stream(stream)))
+
+    @property
+    def native(self):
+        """The CUgraphExec (an int)."""
+        return _out(lib.cumem_graph_native, self.handle)
+
+    @property
+    def capture_id(self):
+        """The id of the capture it came from (0: instantiated from a CUgraph)."""
+        v = ctypes.c_uint64()
+        _check(lib.cumem_graph_capture_id(self.handle, ctypes.byref(v)))
+        return v.value
 
 
 def set_framework_resource(device, resource):
@@ -336,6 +449,7 @@ def set_log_callback(fn):
 
 
 from ._dlpack import Buffer, from_dlpack  # noqa: E402  (needs the names above)
+from ._virtual import VirtualIpcHandle, ipc_receive_virtual, ipc_send_virtual  # noqa: E402
 from ._batch import (  # noqa: E402
     CopyOptions, Host, batch_statistics, copy_batch, copy_batch_raw, discard_batch,
     discard_prefetch_batch, prefetch_batch)

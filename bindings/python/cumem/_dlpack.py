@@ -120,6 +120,26 @@ class Buffer(_Handle):
     def close(self, stream=None):
         _check(lib.cumem_buffer_close(self.handle, _stream(stream)))
 
+    # Virtual memory (cumem.h "Virtual memory").
+    def resize(self, new_size, stream=None):
+        """A buffer of a virtual resource now has `new_size` bytes, contents kept
+        (cuda.core's modify_allocation); `ptr` may change. Ordered on `stream`
+        (None: the deallocation stream)."""
+        _check(lib.cumem_buffer_resize(self.handle, int(new_size), _stream(stream)))
+
+    def get_virtual_ipc_handle(self):
+        """This virtual buffer's chunks as file descriptors, for another process."""
+        from ._virtual import VirtualIpcHandle
+        return VirtualIpcHandle(_out(lib.cumem_buffer_get_virtual_ipc_handle, self.handle))
+
+    @classmethod
+    def from_virtual_ipc_handle(cls, device, handle, stream=None):
+        """Maps another process's virtual buffer on `device`."""
+        from . import _device
+        d = _device(device)  # alive across the call
+        return cls(_out(lib.cumem_buffer_from_virtual_ipc_handle, d.handle, handle.handle,
+                        _stream(stream)))
+
     def slice(self, offset, length):
         view = Buffer(_out(lib.cumem_buffer_slice, self.handle, int(offset), int(length)))
         view._parent = self  # which keeps its deallocation stream's owner alive

@@ -57,7 +57,13 @@ class ResourceStatistics(ctypes.Structure):
 class CachingStatistics(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("reserved0", ctypes.c_uint32)] + [
         (n, ctypes.c_uint64) for n in ("bytes_cached", "bytes_reserved", "peak_bytes_reserved",
-                                       "hits", "misses", "stream_reuses", "oom_retries")]
+                                       "hits", "misses", "stream_reuses", "oom_retries",
+                                       "pages_mapped", "pages_unmapped")]
+
+
+class CachingResourceOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("expandable", ctypes.c_uint32),
+                ("page_size", ctypes.c_uint64)]
 
 
 class ResourceProperties(ctypes.Structure):
@@ -99,6 +105,23 @@ class LaunchConfig(ctypes.Structure):
 
 class Location(ctypes.Structure):
     _fields_ = [("type", ctypes.c_int32), ("id", ctypes.c_int32)]
+
+
+class VirtualResourceOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("location", Location),
+                ("granularity", ctypes.c_int32), ("handle_types", ctypes.c_uint32),
+                ("gpu_direct_rdma", ctypes.c_uint32), ("address_hint", ctypes.c_uint64),
+                ("alignment", ctypes.c_uint64), ("chunk_size", ctypes.c_uint64),
+                ("reserve_size", ctypes.c_uint64), ("peers", ctypes.POINTER(ctypes.c_int32)),
+                ("peer_count", ctypes.c_uint32), ("peers_read_only", ctypes.c_uint32)]
+
+
+class VirtualStatistics(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("reserved0", ctypes.c_uint32)] + [
+        (n, ctypes.c_uint64) for n in ("granularity", "chunk_size", "bytes_mapped",
+                                       "bytes_reserved", "bytes_pending", "grows_in_place",
+                                       "grows_moved", "shrinks", "chunks_created",
+                                       "chunks_released")]
 
 
 class CopyOptions(ctypes.Structure):
@@ -170,6 +193,8 @@ for _name, _res, _args in [
     ("cumem_caching_resource_get_statistics", _S, [V, ctypes.POINTER(CachingStatistics)]),
     ("cumem_caching_resource_release_cached", _S, [V]),
     ("cumem_caching_resource_trim", _S, [V, ctypes.c_uint64]),
+    ("cumem_caching_resource_create_with_options", _S,
+     [V, ctypes.POINTER(CachingResourceOptions), c_void_pp]),
     ("cumem_set_log_callback", _S, [LogCallback, V]),
     ("cumem_set_log_level", _S, [ctypes.c_int32]),
     ("cumem_get_log_level", _S, [ctypes.POINTER(ctypes.c_int32)]),
@@ -207,6 +232,24 @@ for _name, _res, _args in [
     ("cumem_kernel_release", _S, [V]),
     ("cumem_launch_config_init", None, [ctypes.POINTER(LaunchConfig)]),
     ("cumem_launch", _S, [V, V, ctypes.POINTER(LaunchConfig), ctypes.POINTER(V), ctypes.c_uint32]),
+    # Virtual memory (_virtual.py).
+    ("cumem_virtual_resource_create", _S, [V, ctypes.POINTER(VirtualResourceOptions), c_void_pp]),
+    ("cumem_buffer_resize", _S, [V, ctypes.c_size_t, V]),
+    ("cumem_virtual_resource_set_access", _S, [V, V, ctypes.c_int32]),
+    ("cumem_virtual_resource_get_access", _S, [V, V, ctypes.POINTER(ctypes.c_int32)]),
+    ("cumem_virtual_resource_get_statistics", _S, [V, ctypes.POINTER(VirtualStatistics)]),
+    ("cumem_virtual_resource_release_pending", _S, [V]),
+    ("cumem_buffer_get_virtual_ipc_handle", _S, [V, c_void_pp]),
+    ("cumem_virtual_ipc_handle_release", _S, [V]),
+    ("cumem_virtual_ipc_handle_fd_count", _S, [V, ctypes.POINTER(ctypes.c_uint32)]),
+    ("cumem_virtual_ipc_handle_fd", _S, [V, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int32)]),
+    ("cumem_virtual_ipc_handle_descriptor", _S, [V, V, ctypes.c_size_t,
+                                                 ctypes.POINTER(ctypes.c_size_t)]),
+    ("cumem_virtual_ipc_handle_from_fds", _S, [V, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int32),
+                                               ctypes.c_uint32, c_void_pp]),
+    ("cumem_ipc_send_virtual", _S, [ctypes.c_int32, V]),
+    ("cumem_ipc_receive_virtual", _S, [ctypes.c_int32, c_void_pp]),
+    ("cumem_buffer_from_virtual_ipc_handle", _S, [V, V, V, c_void_pp]),
     # Copies at scale and the rest of cuda.core 1.3.
     ("cumem_device_get_memory_resource", _S, [V, c_void_pp]),
     ("cumem_device_set_memory_resource", _S, [V, V]),

@@ -6,7 +6,7 @@ def use_libcumem_allocator():
     """Makes libcumem PyTorch's CUDA allocator; call it before PyTorch's first
     CUDA allocation (PyTorch refuses to change allocators after that). The
     resource per device is cumem.set_framework_resource's, else the default
-    ($CUMEM_FRAMEWORK_RESOURCE: 'device' or 'caching'). Returns the
+    ($CUMEM_FRAMEWORK_RESOURCE: 'device', 'caching' or 'expandable'). Returns the
     allocator object."""
     import torch
 

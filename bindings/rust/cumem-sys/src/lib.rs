@@ -79,6 +79,7 @@ opaque!(
     cumem_library_t,
     cumem_kernel_t,
     cumem_allocation_handle_t,
+    cumem_graph_t,
     DLManagedTensorVersioned,
     DLManagedTensor,
 );
@@ -126,7 +127,8 @@ pub const CUMEM_RESOURCE_TRACKING: cumem_resource_kind_t = 10;
 pub const CUMEM_RESOURCE_LOGGING: cumem_resource_kind_t = 11;
 pub const CUMEM_RESOURCE_CALLBACK: cumem_resource_kind_t = 12;
 pub const CUMEM_RESOURCE_ALIGNED: cumem_resource_kind_t = 13;
-pub const CUMEM_RESOURCE_FAILURE_CALLBACK: cumem_resource_kind_t = 14;
+pub const CUMEM_RESOURCE_GRAPH_MEMORY: cumem_resource_kind_t = 15;
+pub const CUMEM_RESOURCE_FAILURE_CALLBACK: cumem_resource_kind_t = 16;
 
 pub type cumem_advice_t = i32;
 pub const CUMEM_ADVICE_SET_READ_MOSTLY: cumem_advice_t = 1;
@@ -394,6 +396,10 @@ pub struct cumem_caching_statistics_t {
     pub misses: u64,
     pub stream_reuses: u64,
     pub oom_retries: u64,
+    /// Expandable caches: pages ever mapped (since 1.1).
+    pub pages_mapped: u64,
+    /// Expandable caches: pages ever unmapped (since 1.1).
+    pub pages_unmapped: u64,
 }
 impl Default for cumem_caching_statistics_t {
     /// CUMEM_CACHING_STATISTICS_INIT.
@@ -408,7 +414,26 @@ impl Default for cumem_caching_statistics_t {
             misses: 0,
             stream_reuses: 0,
             oom_retries: 0,
+            pages_mapped: 0,
+            pages_unmapped: 0,
         }
+    }
+}
+
+/// Options of the caching adaptor (table version 2).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_caching_resource_options_t {
+    pub struct_size: u32,
+    /// Expandable segments (device memory only); default false.
+    pub expandable: cumem_bool_t,
+    /// With expandable: bytes mapped at a time; 0: 20 MiB.
+    pub page_size: u64,
+}
+impl Default for cumem_caching_resource_options_t {
+    /// CUMEM_CACHING_RESOURCE_OPTIONS_INIT.
+    fn default() -> Self {
+        Self { struct_size: struct_size::<Self>(), expandable: CUMEM_FALSE, page_size: 0 }
     }
 }
 
@@ -795,6 +820,12 @@ extern "C" {
     ) -> cumem_status_t;
     pub fn cumem_caching_resource_release_cached(resource: *mut cumem_resource_t) -> cumem_status_t;
     pub fn cumem_caching_resource_trim(resource: *mut cumem_resource_t, keep_bytes: u64) -> cumem_status_t;
+    pub fn cumem_caching_resource_options_init(options: *mut cumem_caching_resource_options_t);
+    pub fn cumem_caching_resource_create_with_options(
+        upstream: *mut cumem_resource_t,
+        options: *const cumem_caching_resource_options_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
     pub fn cumem_aligned_resource_create(
         upstream: *mut cumem_resource_t,
         alignment: u64,
@@ -1019,6 +1050,261 @@ extern "C" {
     pub fn cumem_set_log_callback(callback: cumem_log_callback_t, user_data: *mut c_void) -> cumem_status_t;
     pub fn cumem_set_log_level(level: cumem_log_level_t) -> cumem_status_t;
     pub fn cumem_get_log_level(out_level: *mut cumem_log_level_t) -> cumem_status_t;
+}
+
+// ---------------------------------------------------------------------------
+// Virtual memory (cumem.h "Virtual memory"): growable buffers, their IPC
+// ---------------------------------------------------------------------------
+
+pub const CUMEM_RESOURCE_VIRTUAL: cumem_resource_kind_t = 14;
+
+pub type cumem_granularity_t = i32;
+pub const CUMEM_GRANULARITY_RECOMMENDED: cumem_granularity_t = 0;
+pub const CUMEM_GRANULARITY_MINIMUM: cumem_granularity_t = 1;
+
+pub type cumem_access_t = i32;
+pub const CUMEM_ACCESS_NONE: cumem_access_t = 0;
+pub const CUMEM_ACCESS_READ: cumem_access_t = 1;
+pub const CUMEM_ACCESS_READ_WRITE: cumem_access_t = 3;
+
+opaque!(cumem_virtual_ipc_handle_t);
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_virtual_resource_options_t {
+    pub struct_size: u32,
+    pub location: cumem_location_t,
+    pub granularity: cumem_granularity_t,
+    pub handle_types: u32,
+    pub gpu_direct_rdma: cumem_bool_t,
+    pub address_hint: u64,
+    pub alignment: u64,
+    pub chunk_size: u64,
+    pub reserve_size: u64,
+    pub peers: *const i32,
+    pub peer_count: u32,
+    pub peers_read_only: cumem_bool_t,
+}
+impl Default for cumem_virtual_resource_options_t {
+    /// CUMEM_VIRTUAL_RESOURCE_OPTIONS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            location: cumem_location_t { type_: CUMEM_LOCATION_NONE, id: 0 },
+            granularity: CUMEM_GRANULARITY_RECOMMENDED,
+            handle_types: 0,
+            gpu_direct_rdma: CUMEM_FALSE,
+            address_hint: 0,
+            alignment: 0,
+            chunk_size: 0,
+            reserve_size: 0,
+            peers: core::ptr::null(),
+            peer_count: 0,
+            peers_read_only: CUMEM_FALSE,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_virtual_statistics_t {
+    pub struct_size: u32,
+    pub reserved0: u32,
+    pub granularity: u64,
+    pub chunk_size: u64,
+    pub bytes_mapped: u64,
+    pub bytes_reserved: u64,
+    pub bytes_pending: u64,
+    pub grows_in_place: u64,
+    pub grows_moved: u64,
+    pub shrinks: u64,
+    pub chunks_created: u64,
+    pub chunks_released: u64,
+}
+impl Default for cumem_virtual_statistics_t {
+    /// CUMEM_VIRTUAL_STATISTICS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            reserved0: 0,
+            granularity: 0,
+            chunk_size: 0,
+            bytes_mapped: 0,
+            bytes_reserved: 0,
+            bytes_pending: 0,
+            grows_in_place: 0,
+            grows_moved: 0,
+            shrinks: 0,
+            chunks_created: 0,
+            chunks_released: 0,
+        }
+    }
+}
+
+extern "C" {
+    pub fn cumem_virtual_resource_options_init(options: *mut cumem_virtual_resource_options_t);
+    pub fn cumem_virtual_resource_create(
+        device: *const cumem_device_t,
+        options: *const cumem_virtual_resource_options_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_resize(
+        buffer: *mut cumem_buffer_t,
+        new_size: usize,
+        stream: *const cumem_stream_t,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_resource_set_access(
+        resource: *mut cumem_resource_t,
+        peer: *const cumem_device_t,
+        access: cumem_access_t,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_resource_get_access(
+        resource: *const cumem_resource_t,
+        peer: *const cumem_device_t,
+        out_access: *mut cumem_access_t,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_resource_get_statistics(
+        resource: *const cumem_resource_t,
+        stats: *mut cumem_virtual_statistics_t,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_resource_release_pending(resource: *mut cumem_resource_t) -> cumem_status_t;
+    pub fn cumem_buffer_get_virtual_ipc_handle(
+        buffer: *const cumem_buffer_t,
+        out_handle: *mut *mut cumem_virtual_ipc_handle_t,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_ipc_handle_retain(handle: *mut cumem_virtual_ipc_handle_t) -> cumem_status_t;
+    pub fn cumem_virtual_ipc_handle_release(handle: *mut cumem_virtual_ipc_handle_t) -> cumem_status_t;
+    pub fn cumem_virtual_ipc_handle_fd_count(
+        handle: *const cumem_virtual_ipc_handle_t,
+        out_count: *mut u32,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_ipc_handle_fd(
+        handle: *const cumem_virtual_ipc_handle_t,
+        index: u32,
+        out_fd: *mut i32,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_ipc_handle_descriptor(
+        handle: *const cumem_virtual_ipc_handle_t,
+        bytes: *mut u8,
+        capacity: usize,
+        out_length: *mut usize,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_ipc_handle_from_fds(
+        descriptor: *const u8,
+        length: usize,
+        fds: *const i32,
+        count: u32,
+        out_handle: *mut *mut cumem_virtual_ipc_handle_t,
+    ) -> cumem_status_t;
+    pub fn cumem_ipc_send_virtual(socket: i32, handle: *const cumem_virtual_ipc_handle_t) -> cumem_status_t;
+    pub fn cumem_ipc_receive_virtual(
+        socket: i32,
+        out_handle: *mut *mut cumem_virtual_ipc_handle_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_from_virtual_ipc_handle(
+        device: *const cumem_device_t,
+        handle: *const cumem_virtual_ipc_handle_t,
+        stream: *const cumem_stream_t,
+        out_buffer: *mut *mut cumem_buffer_t,
+    ) -> cumem_status_t;
+}
+
+// ---------------------------------------------------------------------------
+// CUDA graphs: capture status, executable graphs, graph memory
+// ---------------------------------------------------------------------------
+
+pub type cumem_capture_status_t = i32;
+pub const CUMEM_CAPTURE_STATUS_NONE: cumem_capture_status_t = 0;
+pub const CUMEM_CAPTURE_STATUS_ACTIVE: cumem_capture_status_t = 1;
+pub const CUMEM_CAPTURE_STATUS_INVALIDATED: cumem_capture_status_t = 2;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_capture_info_t {
+    pub struct_size: u32,
+    pub status: cumem_capture_status_t,
+    pub id: u64,
+}
+impl Default for cumem_capture_info_t {
+    /// CUMEM_CAPTURE_INFO_INIT.
+    fn default() -> Self {
+        Self { struct_size: struct_size::<Self>(), status: CUMEM_CAPTURE_STATUS_NONE, id: 0 }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_graph_options_t {
+    pub struct_size: u32,
+    pub auto_free_on_launch: cumem_bool_t,
+    pub use_node_priority: cumem_bool_t,
+}
+impl Default for cumem_graph_options_t {
+    /// CUMEM_GRAPH_OPTIONS_INIT.
+    fn default() -> Self {
+        Self { struct_size: struct_size::<Self>(), auto_free_on_launch: CUMEM_FALSE, use_node_priority: CUMEM_FALSE }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_graph_memory_attributes_t {
+    pub struct_size: u32,
+    pub reserved0: u32,
+    pub reserved_mem_current: u64,
+    pub reserved_mem_high: u64,
+    pub used_mem_current: u64,
+    pub used_mem_high: u64,
+}
+impl Default for cumem_graph_memory_attributes_t {
+    /// CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            reserved0: 0,
+            reserved_mem_current: 0,
+            reserved_mem_high: 0,
+            used_mem_current: 0,
+            used_mem_high: 0,
+        }
+    }
+}
+
+extern "C" {
+    pub fn cumem_stream_begin_capture(stream: *const cumem_stream_t, mode: cumem_capture_mode_t) -> cumem_status_t;
+    pub fn cumem_stream_end_capture(stream: *const cumem_stream_t, out_graph: *mut *mut c_void) -> cumem_status_t;
+    pub fn cumem_stream_get_capture_info(
+        stream: *const cumem_stream_t,
+        info: *mut cumem_capture_info_t,
+    ) -> cumem_status_t;
+    pub fn cumem_graph_options_init(options: *mut cumem_graph_options_t);
+    pub fn cumem_stream_end_capture_graph(
+        stream: *const cumem_stream_t,
+        options: *const cumem_graph_options_t,
+        out_graph: *mut *mut cumem_graph_t,
+    ) -> cumem_status_t;
+    pub fn cumem_graph_instantiate(
+        device: *const cumem_device_t,
+        native_graph: *mut c_void,
+        options: *const cumem_graph_options_t,
+        out_graph: *mut *mut cumem_graph_t,
+    ) -> cumem_status_t;
+    pub fn cumem_graph_retain(graph: *mut cumem_graph_t) -> cumem_status_t;
+    pub fn cumem_graph_release(graph: *mut cumem_graph_t) -> cumem_status_t;
+    pub fn cumem_graph_launch(graph: *mut cumem_graph_t, stream: *const cumem_stream_t) -> cumem_status_t;
+    pub fn cumem_graph_upload(graph: *mut cumem_graph_t, stream: *const cumem_stream_t) -> cumem_status_t;
+    pub fn cumem_graph_native(graph: *const cumem_graph_t, out_native: *mut *mut c_void) -> cumem_status_t;
+    pub fn cumem_graph_capture_id(graph: *const cumem_graph_t, out_id: *mut u64) -> cumem_status_t;
+    pub fn cumem_graph_memory_resource_create(
+        device: *const cumem_device_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_graph_memory_resource_get_attributes(
+        resource: *const cumem_resource_t,
+        attributes: *mut cumem_graph_memory_attributes_t,
+    ) -> cumem_status_t;
+    pub fn cumem_graph_memory_resource_trim(resource: *mut cumem_resource_t) -> cumem_status_t;
+    pub fn cumem_graph_memory_resource_reset_highs(resource: *mut cumem_resource_t) -> cumem_status_t;
 }
 
 // ---------------------------------------------------------------------------

@@ -90,7 +90,11 @@ fn layouts() -> Vec<Layout> {
             struct_size => struct_size, reserved0 => reserved0, bytes_cached => bytes_cached,
             bytes_reserved => bytes_reserved, peak_bytes_reserved => peak_bytes_reserved,
             hits => hits, misses => misses, stream_reuses => stream_reuses,
-            oom_retries => oom_retries,
+            oom_retries => oom_retries, pages_mapped => pages_mapped,
+            pages_unmapped => pages_unmapped,
+        }),
+        layout!(cumem_caching_resource_options_t {
+            struct_size => struct_size, expandable => expandable, page_size => page_size,
         }),
         layout!(cumem_resource_callbacks_t {
             struct_size => struct_size, memory_kind => memory_kind, allocate => allocate,
@@ -133,9 +137,34 @@ fn layouts() -> Vec<Layout> {
             ptx_version => ptx_version, binary_version => binary_version,
             max_dynamic_shared_size_bytes => max_dynamic_shared_size_bytes,
         }),
+        layout!(cumem_capture_info_t { struct_size => struct_size, status => status, id => id }),
+        layout!(cumem_graph_options_t {
+            struct_size => struct_size, auto_free_on_launch => auto_free_on_launch,
+            use_node_priority => use_node_priority,
+        }),
+        layout!(cumem_graph_memory_attributes_t {
+            struct_size => struct_size, reserved0 => reserved0,
+            reserved_mem_current => reserved_mem_current, reserved_mem_high => reserved_mem_high,
+            used_mem_current => used_mem_current, used_mem_high => used_mem_high,
+        }),
         layout!(cumem_launch_config_t {
             struct_size => struct_size, grid => grid, block => block,
             shared_memory_bytes => shared_memory_bytes, cluster => cluster,
+        }),
+        // Virtual memory.
+        layout!(cumem_virtual_resource_options_t {
+            struct_size => struct_size, location => location, granularity => granularity,
+            handle_types => handle_types, gpu_direct_rdma => gpu_direct_rdma,
+            address_hint => address_hint, alignment => alignment, chunk_size => chunk_size,
+            reserve_size => reserve_size, peers => peers, peer_count => peer_count,
+            peers_read_only => peers_read_only,
+        }),
+        layout!(cumem_virtual_statistics_t {
+            struct_size => struct_size, reserved0 => reserved0, granularity => granularity,
+            chunk_size => chunk_size, bytes_mapped => bytes_mapped, bytes_reserved => bytes_reserved,
+            bytes_pending => bytes_pending, grows_in_place => grows_in_place,
+            grows_moved => grows_moved, shrinks => shrinks, chunks_created => chunks_created,
+            chunks_released => chunks_released,
         }),
         layout!(cumem_copy_options_t {
             struct_size => struct_size, src_access_order => src_access_order,
@@ -334,8 +363,14 @@ fn defaults_init_functions_and_zero_filled_structs_are_the_same_bytes() {
     same!(cumem_resource_properties_t);
     same!(cumem_resource_statistics_t);
     same!(cumem_caching_statistics_t);
+    same!(cumem_caching_resource_options_t, cumem_caching_resource_options_init);
     same!(cumem_buffer_info_t);
     same!(cumem_kernel_attributes_t);
+    same!(cumem_virtual_resource_options_t, cumem_virtual_resource_options_init);
+    same!(cumem_virtual_statistics_t);
+    same!(cumem_graph_options_t, cumem_graph_options_init);
+    same!(cumem_capture_info_t);
+    same!(cumem_graph_memory_attributes_t);
     same!(cumem_copy_options_t, cumem_copy_options_init);
     same!(cumem_failure_callback_t, cumem_failure_callback_init);
     same!(cumem_batch_statistics_t);

@@ -380,10 +380,33 @@ impl Resource {
     }
 
     /// A caching adaptor gives cached blocks back to its upstream until at
-    /// most `keep_bytes` stay cached, then trims a pool upstream.
+    /// most `keep_bytes` stay cached (an expandable one unmaps their
+    /// pages), then asks the upstream to trim what it holds unused.
     pub fn trim_cache(&self, keep_bytes: u64) -> Result<()> {
         // SAFETY: live resource.
         check(unsafe { sys::cumem_caching_resource_trim(self.raw.as_ptr(), keep_bytes) })
+    }
+
+    /// The caching adaptor over `upstream` with options
+    /// (cumem_caching_resource_create_with_options), e.g. expandable
+    /// segments: `cumem_caching_resource_options_t { expandable: CUMEM_TRUE,
+    /// ..Default::default() }` (device memory only).
+    pub fn caching_with_options(
+        upstream: &Resource,
+        options: &sys::cumem_caching_resource_options_t,
+    ) -> Result<Resource> {
+        // SAFETY: live upstream and options; libcumem takes its own reference.
+        Self::make(|out| unsafe {
+            sys::cumem_caching_resource_create_with_options(upstream.raw.as_ptr(), options, out)
+        })
+    }
+
+    /// A caching adaptor's own counters (rounded bytes, hits, pages mapped).
+    pub fn caching_statistics(&self) -> Result<sys::cumem_caching_statistics_t> {
+        let mut s = sys::cumem_caching_statistics_t::default();
+        // SAFETY: live resource, valid out struct with its struct_size set.
+        check(unsafe { sys::cumem_caching_resource_get_statistics(self.raw.as_ptr(), &mut s) })?;
+        Ok(s)
     }
 
     /// The limit adaptor: at most `limit_bytes` in use through it.
@@ -629,6 +652,416 @@ impl Drop for Buffer {
         // SAFETY: we own one reference; the last one closes the buffer on its
         // deallocation stream (close explicitly to see errors).
         unsafe { sys::cumem_buffer_release(self.raw.as_ptr()) };
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Virtual memory (cumem.h "Virtual memory"): buffers that grow and shrink
+// ---------------------------------------------------------------------------
+
+/// Options of a virtual memory resource, in `cumem_virtual_resource_options_t`'s
+/// terms (cuda.core's `VirtualMemoryResourceOptions`); `Default` is every
+/// default: device memory at the recommended granularity, no IPC, 20 MiB chunks.
+#[derive(Clone, Debug)]
+pub struct VirtualOptions {
+    /// `CUMEM_LOCATION_NONE` (the resource's device), `_DEVICE`, `_HOST` or `_HOST_NUMA`.
+    pub location: sys::cumem_location_t,
+    pub granularity: sys::cumem_granularity_t,
+    /// `CUMEM_IPC_HANDLE_POSIX_FD` and/or `CUMEM_IPC_HANDLE_FABRIC` (after its probe).
+    pub handle_types: u32,
+    pub gpu_direct_rdma: bool,
+    pub address_hint: u64,
+    pub alignment: u64,
+    pub chunk_size: u64,
+    pub reserve_size: u64,
+    /// Device ordinals given access besides the resource's own.
+    pub peers: Vec<i32>,
+    pub peers_read_only: bool,
+}
+
+impl Default for VirtualOptions {
+    fn default() -> Self {
+        VirtualOptions {
+            location: sys::cumem_location_t { type_: sys::CUMEM_LOCATION_NONE, id: 0 },
+            granularity: sys::CUMEM_GRANULARITY_RECOMMENDED,
+            handle_types: 0,
+            gpu_direct_rdma: false,
+            address_hint: 0,
+            alignment: 0,
+            chunk_size: 0,
+            reserve_size: 0,
+            peers: Vec::new(),
+            peers_read_only: false,
+        }
+    }
+}
+
+/// A device's access to virtual memory (`cumem_access_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    None,
+    Read,
+    ReadWrite,
+}
+
+impl Access {
+    fn raw(self) -> sys::cumem_access_t {
+        match self {
+            Access::None => sys::CUMEM_ACCESS_NONE,
+            Access::Read => sys::CUMEM_ACCESS_READ,
+            Access::ReadWrite => sys::CUMEM_ACCESS_READ_WRITE,
+        }
+    }
+}
+
+/// `cumem_virtual_statistics_t` without its header fields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VirtualStatistics {
+    pub granularity: u64,
+    pub chunk_size: u64,
+    pub bytes_mapped: u64,
+    pub bytes_reserved: u64,
+    pub bytes_pending: u64,
+    pub grows_in_place: u64,
+    pub grows_moved: u64,
+    pub shrinks: u64,
+    pub chunks_created: u64,
+    pub chunks_released: u64,
+}
+
+impl Resource {
+    /// A virtual memory resource for `device` (cuda.core's `VirtualMemoryResource`).
+    pub fn virtual_memory(device: &Device, options: &VirtualOptions) -> Result<Resource> {
+        let o = sys::cumem_virtual_resource_options_t {
+            location: options.location,
+            granularity: options.granularity,
+            handle_types: options.handle_types,
+            gpu_direct_rdma: options.gpu_direct_rdma as u32,
+            address_hint: options.address_hint,
+            alignment: options.alignment,
+            chunk_size: options.chunk_size,
+            reserve_size: options.reserve_size,
+            peers: if options.peers.is_empty() { ptr::null() } else { options.peers.as_ptr() },
+            peer_count: options.peers.len() as u32,
+            peers_read_only: options.peers_read_only as u32,
+            ..Default::default()
+        };
+        // SAFETY: live device; the options and the peers outlive the call
+        // (libcumem copies them).
+        Self::make(|out| unsafe { sys::cumem_virtual_resource_create(device.raw.as_ptr(), &o, out) })
+    }
+
+    /// `peer`'s access to every buffer of a virtual resource, present and future.
+    pub fn virtual_set_access(&self, peer: &Device, access: Access) -> Result<()> {
+        // SAFETY: live resource and device.
+        check(unsafe { sys::cumem_virtual_resource_set_access(self.raw.as_ptr(), peer.raw.as_ptr(), access.raw()) })
+    }
+
+    pub fn virtual_get_access(&self, peer: &Device) -> Result<Access> {
+        let mut a = sys::CUMEM_ACCESS_NONE;
+        // SAFETY: live resource and device, valid out pointer.
+        check(unsafe { sys::cumem_virtual_resource_get_access(self.raw.as_ptr(), peer.raw.as_ptr(), &mut a) })?;
+        Ok(match a {
+            sys::CUMEM_ACCESS_READ => Access::Read,
+            sys::CUMEM_ACCESS_READ_WRITE => Access::ReadWrite,
+            _ => Access::None,
+        })
+    }
+
+    pub fn virtual_statistics(&self) -> Result<VirtualStatistics> {
+        let mut s = sys::cumem_virtual_statistics_t::default();
+        // SAFETY: live resource; struct_size set by Default.
+        check(unsafe { sys::cumem_virtual_resource_get_statistics(self.raw.as_ptr(), &mut s) })?;
+        Ok(VirtualStatistics {
+            granularity: s.granularity,
+            chunk_size: s.chunk_size,
+            bytes_mapped: s.bytes_mapped,
+            bytes_reserved: s.bytes_reserved,
+            bytes_pending: s.bytes_pending,
+            grows_in_place: s.grows_in_place,
+            grows_moved: s.grows_moved,
+            shrinks: s.shrinks,
+            chunks_created: s.chunks_created,
+            chunks_released: s.chunks_released,
+        })
+    }
+
+    /// Waits for the work pending frees and resizes wait for, then releases them.
+    pub fn release_pending(&self) -> Result<()> {
+        // SAFETY: live resource.
+        check(unsafe { sys::cumem_virtual_resource_release_pending(self.raw.as_ptr()) })
+    }
+}
+
+impl Buffer {
+    /// Resizes a buffer of a virtual resource to `new_size` bytes, contents
+    /// kept (cuda.core's `modify_allocation`); `ptr()` may change. Ordered
+    /// on `stream` (None: the deallocation stream).
+    pub fn resize(&mut self, new_size: usize, stream: Option<&Stream>) -> Result<()> {
+        // SAFETY: live handle; `&mut self` keeps other calls on this buffer
+        // from racing with the resize (the header's rule).
+        check(unsafe { sys::cumem_buffer_resize(self.raw.as_ptr(), new_size, opt_stream(stream)) })
+    }
+
+    /// This virtual buffer's chunks as file descriptors, for another process.
+    pub fn get_virtual_ipc_handle(&self) -> Result<VirtualIpcHandle> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::cumem_buffer_get_virtual_ipc_handle(self.raw.as_ptr(), &mut raw) })?;
+        Ok(VirtualIpcHandle { raw: non_null(raw) })
+    }
+
+    /// Maps another process's virtual buffer on `device`.
+    pub fn from_virtual_ipc_handle(device: &Device, handle: &VirtualIpcHandle, stream: Option<&Stream>) -> Result<Buffer> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: live device and handle, optional live stream.
+        check(unsafe {
+            sys::cumem_buffer_from_virtual_ipc_handle(device.raw.as_ptr(), handle.raw.as_ptr(), opt_stream(stream), &mut raw)
+        })?;
+        Ok(Buffer { raw: non_null(raw) })
+    }
+}
+
+/// A virtual buffer's chunks as file descriptors (owned, closed on `Drop`)
+/// and the descriptor that lists them.
+#[derive(Debug)]
+pub struct VirtualIpcHandle {
+    raw: NonNull<sys::cumem_virtual_ipc_handle_t>,
+}
+// SAFETY: the handle is immutable once made; every call only reads it.
+unsafe impl Send for VirtualIpcHandle {}
+unsafe impl Sync for VirtualIpcHandle {}
+
+impl VirtualIpcHandle {
+    /// Rebuilds a handle from a descriptor's bytes and its chunks' fds, in
+    /// order. On success the handle owns the fds; on error the caller still does.
+    pub fn from_fds(descriptor: &[u8], fds: &[i32]) -> Result<VirtualIpcHandle> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: the slices are valid for their lengths during the call.
+        check(unsafe {
+            sys::cumem_virtual_ipc_handle_from_fds(descriptor.as_ptr(), descriptor.len(), fds.as_ptr(), fds.len() as u32, &mut raw)
+        })?;
+        Ok(VirtualIpcHandle { raw: non_null(raw) })
+    }
+
+    /// The chunks' file descriptors, borrowed: valid while the handle lives.
+    pub fn fds(&self) -> Result<Vec<i32>> {
+        let mut n = 0u32;
+        // SAFETY: live handle, valid out pointers.
+        check(unsafe { sys::cumem_virtual_ipc_handle_fd_count(self.raw.as_ptr(), &mut n) })?;
+        (0..n)
+            .map(|i| {
+                let mut fd = -1;
+                check(unsafe { sys::cumem_virtual_ipc_handle_fd(self.raw.as_ptr(), i, &mut fd) })?;
+                Ok(fd)
+            })
+            .collect()
+    }
+
+    /// The descriptor's bytes.
+    pub fn descriptor(&self) -> Result<Vec<u8>> {
+        let mut n = 0usize;
+        // SAFETY: live handle; NULL with capacity 0 asks for the length.
+        check(unsafe { sys::cumem_virtual_ipc_handle_descriptor(self.raw.as_ptr(), ptr::null_mut(), 0, &mut n) })?;
+        let mut bytes = vec![0u8; n];
+        // SAFETY: `bytes` has room for n bytes.
+        check(unsafe { sys::cumem_virtual_ipc_handle_descriptor(self.raw.as_ptr(), bytes.as_mut_ptr(), n, &mut n) })?;
+        Ok(bytes)
+    }
+
+    /// Sends the handle over a connected Unix domain socket (its fd).
+    pub fn send(&self, socket: i32) -> Result<()> {
+        // SAFETY: live handle; the socket is the caller's.
+        check(unsafe { sys::cumem_ipc_send_virtual(socket, self.raw.as_ptr()) })
+    }
+
+    /// Receives a handle sent by `send`.
+    pub fn receive(socket: i32) -> Result<VirtualIpcHandle> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: valid out pointer; the socket is the caller's.
+        check(unsafe { sys::cumem_ipc_receive_virtual(socket, &mut raw) })?;
+        Ok(VirtualIpcHandle { raw: non_null(raw) })
+    }
+}
+
+impl Drop for VirtualIpcHandle {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference.
+        unsafe { sys::cumem_virtual_ipc_handle_release(self.raw.as_ptr()) };
+    }
+}
+
+// ---------------------------------------------------------------------------
+// CUDA graphs: capture status, executable graphs, graph memory
+// ---------------------------------------------------------------------------
+
+/// Whether a stream captures (`cumem_capture_status_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaptureStatus {
+    None,
+    Active,
+    /// Capturing, but an error invalidated the capture (it must still be ended).
+    Invalidated,
+}
+
+/// A stream's capture: its status and the capture's id (unique per capture
+/// sequence in the process; 0 unless active).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CaptureInfo {
+    pub status: CaptureStatus,
+    pub id: u64,
+}
+
+/// How a captured graph is instantiated (`cumem_graph_options_t`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraphOptions {
+    /// Each launch first frees what the previous launch allocated and kept.
+    pub auto_free_on_launch: bool,
+    /// Kernel nodes keep the priority they were captured with.
+    pub use_node_priority: bool,
+}
+
+impl GraphOptions {
+    fn to_sys(self) -> sys::cumem_graph_options_t {
+        sys::cumem_graph_options_t {
+            auto_free_on_launch: self.auto_free_on_launch as u32,
+            use_node_priority: self.use_node_priority as u32,
+            ..Default::default()
+        }
+    }
+}
+
+impl Stream {
+    /// Captures the work queued from now into a CUDA graph
+    /// (`sys::CUMEM_CAPTURE_MODE_*`).
+    pub fn begin_capture(&self, mode: sys::cumem_capture_mode_t) -> Result<()> {
+        // SAFETY: live handle; the library checks the mode.
+        check(unsafe { sys::cumem_stream_begin_capture(self.raw.as_ptr(), mode) })
+    }
+
+    /// Whether the stream captures now, whoever began the capture.
+    pub fn capture_info(&self) -> Result<CaptureInfo> {
+        let mut info = sys::cumem_capture_info_t::default();
+        // SAFETY: live handle; struct_size set by Default.
+        check(unsafe { sys::cumem_stream_get_capture_info(self.raw.as_ptr(), &mut info) })?;
+        let status = match info.status {
+            sys::CUMEM_CAPTURE_STATUS_ACTIVE => CaptureStatus::Active,
+            sys::CUMEM_CAPTURE_STATUS_INVALIDATED => CaptureStatus::Invalidated,
+            _ => CaptureStatus::None,
+        };
+        Ok(CaptureInfo { status, id: info.id })
+    }
+
+    /// Ends the capture on this stream into an executable graph.
+    pub fn end_capture_graph(&self, options: GraphOptions) -> Result<Graph> {
+        let o = options.to_sys();
+        let mut raw = ptr::null_mut();
+        // SAFETY: live handle, initialised options, valid out pointer.
+        check(unsafe { sys::cumem_stream_end_capture_graph(self.raw.as_ptr(), &o, &mut raw) })?;
+        Ok(Graph { raw: non_null(raw) })
+    }
+}
+
+/// An executable CUDA graph, destroyed with its last reference.
+#[derive(Debug)]
+pub struct Graph {
+    raw: NonNull<sys::cumem_graph_t>,
+}
+// SAFETY: graphs allow all calls concurrently (launches are serialised).
+unsafe impl Send for Graph {}
+unsafe impl Sync for Graph {}
+
+impl Graph {
+    /// Instantiates a CUgraph for `device`; the CUgraph stays the caller's.
+    ///
+    /// # Safety
+    /// `native_graph` must be a live CUgraph.
+    pub unsafe fn instantiate(device: &Device, native_graph: *mut c_void, options: GraphOptions) -> Result<Graph> {
+        let o = options.to_sys();
+        let mut raw = ptr::null_mut();
+        check(sys::cumem_graph_instantiate(device.raw.as_ptr(), native_graph, &o, &mut raw))?;
+        Ok(Graph { raw: non_null(raw) })
+    }
+
+    /// Enqueues one run on `stream` (None: the legacy default stream).
+    pub fn launch(&self, stream: Option<&Stream>) -> Result<()> {
+        // SAFETY: live handles.
+        check(unsafe { sys::cumem_graph_launch(self.raw.as_ptr(), opt_stream(stream)) })
+    }
+
+    pub fn upload(&self, stream: Option<&Stream>) -> Result<()> {
+        // SAFETY: live handles.
+        check(unsafe { sys::cumem_graph_upload(self.raw.as_ptr(), opt_stream(stream)) })
+    }
+
+    /// The CUgraphExec, valid while this graph lives.
+    pub fn native(&self) -> Result<*mut c_void> {
+        let mut p = ptr::null_mut();
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::cumem_graph_native(self.raw.as_ptr(), &mut p) })?;
+        Ok(p)
+    }
+
+    /// The id of the capture it came from (0: instantiated from a CUgraph).
+    pub fn capture_id(&self) -> Result<u64> {
+        let mut id = 0;
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::cumem_graph_capture_id(self.raw.as_ptr(), &mut id) })?;
+        Ok(id)
+    }
+
+    pub fn as_raw(&self) -> *mut sys::cumem_graph_t {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference.
+        unsafe { sys::cumem_graph_release(self.raw.as_ptr()) };
+    }
+}
+
+/// The device's graph memory (`cumem_graph_memory_attributes_t`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraphMemoryAttributes {
+    pub reserved_mem_current: u64,
+    pub reserved_mem_high: u64,
+    pub used_mem_current: u64,
+    pub used_mem_high: u64,
+}
+
+impl Resource {
+    /// The graph memory resource of `device` (cuda.core's
+    /// GraphMemoryResource): allocations on capturing streams only.
+    pub fn graph_memory(device: &Device) -> Result<Resource> {
+        // SAFETY: live device.
+        Self::make(|out| unsafe { sys::cumem_graph_memory_resource_create(device.raw.as_ptr(), out) })
+    }
+
+    /// Graph memory resources only: the device's graph memory.
+    pub fn graph_memory_attributes(&self) -> Result<GraphMemoryAttributes> {
+        let mut a = sys::cumem_graph_memory_attributes_t::default();
+        // SAFETY: live resource; struct_size set by Default.
+        check(unsafe { sys::cumem_graph_memory_resource_get_attributes(self.raw.as_ptr(), &mut a) })?;
+        Ok(GraphMemoryAttributes {
+            reserved_mem_current: a.reserved_mem_current,
+            reserved_mem_high: a.reserved_mem_high,
+            used_mem_current: a.used_mem_current,
+            used_mem_high: a.used_mem_high,
+        })
+    }
+
+    /// Graph memory resources only: gives unused graph memory back.
+    pub fn graph_memory_trim(&self) -> Result<()> {
+        // SAFETY: live resource.
+        check(unsafe { sys::cumem_graph_memory_resource_trim(self.raw.as_ptr()) })
+    }
+
+    /// Graph memory resources only: the highs back to the current values.
+    pub fn graph_memory_reset_highs(&self) -> Result<()> {
+        // SAFETY: live resource.
+        check(unsafe { sys::cumem_graph_memory_resource_reset_highs(self.raw.as_ptr()) })
     }
 }
 

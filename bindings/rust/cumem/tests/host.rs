@@ -271,6 +271,27 @@ fn device_memory_round_trip_or_skip() {
     assert_eq!(e.status(), Status::INVALID_ARGUMENT);
 }
 
+/// The caching adaptor's options (table version 2): the defaults are the
+/// plain cache; expandable segments need device memory.
+#[test]
+fn caching_with_options() {
+    let host = Resource::host().unwrap();
+    let plain = Resource::caching_with_options(&host, &Default::default()).unwrap();
+    drop(plain.allocate(1000, None).unwrap());
+    let s = plain.caching_statistics().unwrap();
+    assert_eq!(s.bytes_cached, 1024);
+    assert_eq!(s.pages_mapped, 0);
+    let expandable = cumem::sys::cumem_caching_resource_options_t {
+        expandable: cumem::sys::CUMEM_TRUE,
+        ..Default::default()
+    };
+    let e = Resource::caching_with_options(&host, &expandable).unwrap_err();
+    assert_eq!(e.status(), Status::NOT_SUPPORTED);
+    assert!(e.message().contains("device memory"), "{}", e.message());
+    let e = host.caching_statistics().unwrap_err();
+    assert_eq!(e.status(), Status::NOT_SUPPORTED);
+}
+
 // Copies at scale, where no GPU is needed.
 #[test]
 fn copy_batch_over_host_buffers() {

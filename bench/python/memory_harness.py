@@ -1,0 +1,267 @@
+"""What the issue-18 memory benchmarks share: the allocators PyTorch runs on,
+one process per allocator, and one way to measure what each takes from the
+GPU against what it hands out.
+
+Allocators (PyTorch chooses its allocator before its first CUDA use, so each
+runs in a process of its own):
+  pytorch               PyTorch's caching allocator
+  pytorch-expandable    the same with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+  libcumem-device       libcumem's device resource (the driver's pool) through
+                        CUDAPluggableAllocator (CUMEM_FRAMEWORK_RESOURCE=device)
+  libcumem-caching      libcumem's caching adaptor over it (=caching)
+  libcumem-expandable   the caching adaptor with expandable segments (=expandable)
+  libcumem-expandable-<N>MiB   the same with pages of N MiB (made with
+                        cumem.Resource.caching(..., expandable=True, page_size=N MiB))
+
+Measures, the same for every allocator:
+  taken        device memory taken at the peak: cuMemGetInfo's free memory at
+               the baseline minus its lowest value, read in a forward hook of
+               every module, a hook on every gradient and after every step
+               (allocations happen on the host, so the reading is exact at
+               those points whatever the GPU is doing);
+  peak in use  the allocator's own peak of bytes handed out (PyTorch:
+               max_memory_allocated; libcumem: the framework resource's
+               peak_bytes_in_use), minus what was in use at the baseline;
+  steps/s      over the timed steps (after the warm-up steps).
+The baseline is taken after a warm-up on a small model of the same shape (so
+that kernels are loaded and library handles made), everything freed and the
+allocator's cache emptied.
+
+Runs from the repository root on the GPU machine:
+  CUMEM_LIBRARY=build/libcumem.so.1 PYTHONPATH=bindings/python:bench/python \\
+    /opt/torch/.venv/bin/python3 bench/python/bench_train_mlp.py
+"""
+import argparse
+import ctypes
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+
+ALLOCATORS = ("pytorch", "pytorch-expandable", "libcumem-device", "libcumem-caching",
+              "libcumem-expandable")
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+def child_env(allocator):
+    """The environment of a child process running `allocator`."""
+    env = dict(os.environ)
+    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    env.setdefault("HF_HUB_OFFLINE", "1")  # no network on the GPU machine
+    env.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if allocator == "pytorch-expandable":
+        env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    elif allocator.startswith("libcumem-expandable"):
+        env["CUMEM_FRAMEWORK_RESOURCE"] = "expandable"
+    elif allocator.startswith("libcumem-"):
+        env["CUMEM_FRAMEWORK_RESOURCE"] = allocator[len("libcumem-"):]
+    return env
+
+
+class Allocator:
+    """The allocator of this process, installed before PyTorch's first CUDA use."""
+
+    def __init__(self, name):
+        self.name = name
+        self.libcumem = name.startswith("libcumem")
+        if self.libcumem:
+            import cumem
+            import cumem.torch
+            if name.startswith("libcumem-expandable-"):
+                mib = int(name[len("libcumem-expandable-"):].removesuffix("MiB"))
+                cumem.set_framework_resource(
+                    0, cumem.Resource.caching(cumem.Resource.device(0), expandable=True,
+                                              page_size=mib * MiB))
+            cumem.torch.use_libcumem_allocator()
+        import torch
+        self.torch = torch
+        torch.cuda.init()
+        self.lowest_free = None
+        self.baseline_free = None
+        self.baseline_in_use = 0
+
+    def _resource(self):
+        import cumem
+        return cumem.framework_resource(0)
+
+    def in_use(self):
+        if self.libcumem:
+            return self._resource().statistics()["bytes_in_use"]
+        return self.torch.cuda.memory_allocated()
+
+    def peak_in_use(self):
+        if self.libcumem:
+            return self._resource().statistics()["peak_bytes_in_use"]
+        return self.torch.cuda.max_memory_allocated()
+
+    def reset_peak(self):
+        if self.libcumem:
+            self._resource().reset_peak()
+        else:
+            self.torch.cuda.reset_peak_memory_stats()
+
+    def empty_cache(self):
+        """Gives back everything cached (a cache's blocks, a pool's reserve)."""
+        gc.collect()
+        self.torch.cuda.synchronize()
+        if not self.libcumem:
+            self.torch.cuda.empty_cache()
+            return
+        r = self._resource()
+        if self.name == "libcumem-device":
+            from cumem._lib import lib
+            lib.cumem_resource_pool_trim.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+            lib.cumem_resource_pool_trim(r.handle, 0)
+        else:
+            r.trim(0)
+        self.torch.cuda.synchronize()
+
+    def free_memory(self):
+        return self.torch.cuda.mem_get_info()[0]
+
+    def start(self):
+        """The baseline: what is taken and in use from here on is measured."""
+        self.empty_cache()
+        self.baseline_free = self.free_memory()
+        self.lowest_free = self.baseline_free
+        self.baseline_in_use = self.in_use()
+        self.reset_peak()
+
+    def sample(self, *_):
+        free = self.free_memory()
+        if free < self.lowest_free:
+            self.lowest_free = free
+
+    def taken(self):
+        return self.baseline_free - self.lowest_free
+
+    def taken_now(self):
+        return self.baseline_free - self.free_memory()
+
+    def peak_in_use_since_start(self):
+        return self.peak_in_use() - self.baseline_in_use
+
+    def details(self):
+        if not self.libcumem or self.name == "libcumem-device":
+            return {}
+        return {"caching": self._resource().caching_statistics()}
+
+
+def watch(model, allocator):
+    """Reads the free memory in every module's forward and every gradient."""
+    handles = []
+    for m in model.modules():
+        if not list(m.children()):
+            handles.append(m.register_forward_hook(allocator.sample))
+    for p in model.parameters():
+        if p.requires_grad:
+            handles.append(p.register_hook(lambda grad: allocator.sample()))
+    return handles
+
+
+def train(allocator, workload, shapes, warmup):
+    """Builds the workload's model, runs a step per shape (the first `warmup`
+    untimed) and frees everything; returns (steps/s, taken at the end)."""
+    torch = allocator.torch
+    model, step = workload.build(torch)
+    handles = watch(model, allocator)
+    for shape in shapes[:warmup]:
+        step(shape)
+        allocator.sample()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for shape in shapes[warmup:]:
+        step(shape)
+        allocator.sample()
+    torch.cuda.synchronize()
+    elapsed = time.perf_counter() - t0
+    for h in handles:
+        h.remove()
+    del model, step
+    gc.collect()
+    torch.cuda.synchronize()
+    return (len(shapes) - warmup) / elapsed, allocator.taken_now()
+
+
+def run_child(workload, allocator_name, steps, warmup, seed):
+    """One allocator, in this process: the measures as a dict."""
+    allocator = Allocator(allocator_name)
+    torch = allocator.torch
+    torch.manual_seed(seed)
+    # Warm-up on a small model of the same shape: kernels, handles, workspaces.
+    small_model, small_step = workload.build(torch, small=True)
+    for shape in workload.shapes(2, seed, smallest=True):
+        small_step(shape)
+    torch.cuda.synchronize()
+    del small_model, small_step
+    allocator.start()
+    shapes = workload.shapes(steps + warmup, seed)
+    steps_per_s, end_first = train(allocator, workload, shapes, warmup)
+    taken = allocator.taken()
+    peak = allocator.peak_in_use_since_start()
+    # The same training once more in this process: it must end where the
+    # first one did (nothing kept growing).
+    _, end_second = train(allocator, workload, shapes, warmup)
+    result = {"workload": workload.name, "allocator": allocator_name,
+              "steps_per_s": steps_per_s, "taken": taken, "peak_in_use": peak,
+              "end_first": end_first, "end_second": end_second}
+    result.update(allocator.details())
+    return result
+
+
+def parse(description, default_steps):
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--steps", type=int, default=default_steps, help="timed steps per run")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed steps before them")
+    ap.add_argument("--seed", type=int, default=18)
+    ap.add_argument("--allocators", default=",".join(ALLOCATORS),
+                    help="comma-separated, from: " + ", ".join(ALLOCATORS) +
+                         ", libcumem-expandable-<N>MiB")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    return ap.parse_args()
+
+
+def run_all(script, args, extra=()):
+    """Runs every allocator of args.allocators in a process of its own (this
+    script with --child) and returns their results."""
+    rows = []
+    for name in args.allocators.split(","):
+        cmd = [sys.executable, script, "--child", name, "--steps", str(args.steps),
+               "--warmup", str(args.warmup), "--seed", str(args.seed), *extra]
+        t0 = time.perf_counter()
+        out = subprocess.run(cmd, env=child_env(name), capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"{name}: failed (exit {out.returncode})\n{out.stderr[-3000:]}", flush=True)
+            continue
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        row["wall_s"] = time.perf_counter() - t0
+        rows.append(row)
+        print(f"{name}: done in {row['wall_s']:.0f} s", file=sys.stderr, flush=True)
+    return rows
+
+
+def print_training_table(rows):
+    print("| workload | allocator | taken (GiB) | peak in use (GiB) | taken / peak in use "
+          "| steps/s | end of run 1 / run 2 (GiB) | process (s) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        ratio = r["taken"] / r["peak_in_use"] if r["peak_in_use"] else float("nan")
+        print(f"| {r['workload']} | {r['allocator']} | {r['taken'] / GiB:.2f} | "
+              f"{r['peak_in_use'] / GiB:.2f} | {ratio:.3f} | {r['steps_per_s']:.1f} | "
+              f"{r['end_first'] / GiB:.2f} / {r['end_second'] / GiB:.2f} | {r['wall_s']:.0f} |")
+    mapped = [r for r in rows if "caching" in r and r["caching"].get("pages_mapped")]
+    for r in mapped:
+        c = r["caching"]
+        print(f"{r['allocator']}: {c['pages_mapped']} pages mapped, {c['pages_unmapped']} unmapped, "
+              f"peak reserved {c['peak_bytes_reserved'] / GiB:.2f} GiB")
+
+
+def training_main(workload, script, default_steps):
+    args = parse(f"{workload.name}: device memory taken against the peak in use", default_steps)
+    if args.child:
+        print(json.dumps(run_child(workload, args.child, args.steps, args.warmup, args.seed)))
+        return
+    print_training_table(run_all(script, args))

@@ -1,0 +1,96 @@
+// Cached blocks by size class: a block (address, rounded size, the stream
+// it was freed on), a stack of blocks of one class, and the bins of every
+// small class. Used by each thread's cache and by the central cache.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "cache_line.hpp"
+#include "size_classes.hpp"
+
+namespace cumem::core::caching {
+
+// The key of a block with no pending work (freed over a synchronous
+// upstream, or after a wait for the device): reusable on any stream. Other
+// keys name the stream it was freed on (stream_order.hpp).
+inline constexpr uintptr_t kAnyStream = 0;
+
+struct Block {
+  void* ptr = nullptr;
+  uint64_t size = 0;  // rounded
+  uintptr_t key = kAnyStream;
+};
+
+// Cached blocks of one size class, newest last. The storage is whole cache
+// lines of its own, so that threads' caches never share one.
+class Stack {
+ public:
+  Stack() = default;
+  Stack(const Stack&) = delete;
+  Stack& operator=(const Stack&) = delete;
+  ~Stack() { std::free(blocks_); }
+  size_t size() const { return size_; }
+  Block& operator[](size_t i) { return blocks_[i]; }
+  void push(const Block& b) {
+    if (size_ == capacity_) grow();
+    blocks_[size_++] = b;
+  }
+  Block pop() { return blocks_[--size_]; }
+  Block take_at(size_t i) {
+    const Block b = blocks_[i];
+    std::memmove(blocks_ + i, blocks_ + i + 1, (size_ - i - 1) * sizeof(Block));
+    --size_;
+    return b;
+  }
+  void clear() { size_ = 0; }
+
+ private:
+  void grow() {
+    const size_t capacity = capacity_ ? capacity_ * 2 : kCacheLine / sizeof(Block) * 2;
+    const size_t bytes = (capacity * sizeof(Block) + kCacheLine - 1) / kCacheLine * kCacheLine;
+    auto* blocks = static_cast<Block*>(allocate_cache_lines(bytes));
+    if (size_) std::memcpy(blocks, blocks_, size_ * sizeof(Block));
+    std::free(blocks_);
+    blocks_ = blocks;
+    capacity_ = bytes / sizeof(Block);
+  }
+  Block* blocks_ = nullptr;
+  size_t size_ = 0, capacity_ = 0;
+};
+
+// Entries looked at, newest first, for a block freed on the asking stream.
+inline constexpr int kSameStreamScan = 8;
+
+// Cached small blocks by size class.
+struct Bins {
+  Stack classes[kSmallClasses];
+
+  void push(const Block& b) { classes[small_class(b.size)].push(b); }
+  // A block of `size` (rounded), preferably one of the newest kSameStreamScan
+  // freed on `key`, else the newest; false when the class is empty.
+  bool take(uint64_t size, uintptr_t key, Block& out) {
+    Stack& b = classes[small_class(size)];
+    const size_t n = b.size();
+    if (n == 0) return false;
+    for (size_t i = n; i-- > 0 && i + kSameStreamScan >= n;) {
+      if (b[i].key == key) {
+        out = b.take_at(i);
+        return true;
+      }
+    }
+    out = b.pop();
+    return true;
+  }
+  // Calls fn(block) for every block, then empties the bins.
+  template <class Fn>
+  void drain(Fn&& fn) {
+    for (Stack& c : classes) {
+      for (size_t i = 0; i < c.size(); ++i) fn(c[i]);
+      c.clear();
+    }
+  }
+};
+
+}  // namespace cumem::core::caching

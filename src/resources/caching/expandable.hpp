@@ -1,0 +1,90 @@
+// Expandable segments, the central part of an expandable cache: each stream
+// has an address range (more when one fills up) in which large blocks are
+// pieces; physical pages are mapped under a stream's range when its free
+// pieces cannot serve a request, at the lowest address where free and
+// unmapped space together fit it, and unmapped again when the cache gives
+// memory back. So a block freed at one size serves any other size, and
+// neighbours of different ages merge, without asking for new memory; what
+// the cache holds is what it maps. PyTorch's expandable segments work so
+// (c10/cuda/CUDACachingAllocator.cpp, ExpandableSegment).
+//
+// Bookkeeping and the calls to the pages (pages.hpp), under the adaptor's
+// central lock. Pieces are handed out, freed and merged as in every segment
+// (segments.hpp); this adds the unmapped pieces: whole pages of a range
+// with nothing mapped, merged with unmapped neighbours.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "pages.hpp"
+#include "segments.hpp"
+
+namespace cumem::core::caching {
+
+// One reserved range, grown on behalf of one stream.
+struct ExpandableSegment {
+  std::unique_ptr<PageRange> pages;
+  uintptr_t owner = 0;  // the stream key whose requests map pages here
+};
+
+// What grow() did, beyond the piece it hands out (Taken).
+struct Grown {
+  Taken taken;              // the new block (on the asking stream's key)
+  uint64_t mapped = 0;      // bytes of pages mapped for it
+  // Free pieces it took in (a free neighbour of the new pages, on the
+  // asking stream or on none): the free pieces on these keys are one fewer.
+  uintptr_t consumed[2] = {};
+  int consumed_count = 0;
+};
+
+class ExpandableSegments : public Segments {
+ public:
+  explicit ExpandableSegments(PageSource& pages) : pages_(pages) {}
+  // Destroys the ranges, unmapping their pages, except ranges with pieces
+  // still handed out (the user's, allocated and never freed): those stay
+  // mapped for as long as the process lives (leaked_bytes() says how much).
+  ~ExpandableSegments();
+
+  // Maps pages for a block of `rounded` bytes (a multiple of kMinBlock) on
+  // stream `key`: at the lowest address of that stream's ranges where pages
+  // mapped after a free piece of the stream (or of none), or into a hole,
+  // fit it; in a new range when none does. All or nothing: the page
+  // source's out_of_memory (or a refused reservation) leaves everything as
+  // it was.
+  Grown grow(uint64_t rounded, uintptr_t key);
+  // Unmaps the whole pages of free pieces, the largest spans first, while
+  // `cached` > `keep` (each span's bytes are taken off `cached`), then
+  // destroys the ranges left with nothing mapped. Only after a wait for the
+  // device (the pieces' work is done). Returns the bytes unmapped.
+  uint64_t unmap_free(uint64_t keep, uint64_t& cached);
+
+  uint64_t mapped_bytes() const { return mapped_; }  // pages mapped now
+  uint64_t pages_mapped() const { return pages_mapped_; }    // ever
+  uint64_t pages_unmapped() const { return pages_unmapped_; }  // ever
+  size_t range_count() const { return segments_.size(); }
+  // Bytes of ranges the destructor left mapped, for the adaptor's warning.
+  uint64_t in_use_bytes() const;
+
+ private:
+  ExpandableSegment* add_range(uint64_t bytes, uintptr_t key);
+  void insert_unmapped(Piece* p);
+  void erase_unmapped(Piece* p);
+  // Turns [p->ptr + lo, p->ptr + hi) of the free piece `p` (page offsets
+  // within p, whole pages) into an unmapped piece, merged with unmapped
+  // neighbours; what is left of p on either side stays free.
+  void make_unmapped(Piece* p, uint64_t lo, uint64_t hi);
+  uint64_t offset_of(const Piece* p) const;
+
+  PageSource& pages_;
+  std::vector<std::unique_ptr<ExpandableSegment>> segments_;
+  // Unmapped pieces by owning stream and address (lowest first).
+  std::set<std::tuple<uintptr_t, char*, Piece*>> unmapped_;
+  uint64_t mapped_ = 0;
+  uint64_t pages_mapped_ = 0, pages_unmapped_ = 0;
+};
+
+}  // namespace cumem::core::caching

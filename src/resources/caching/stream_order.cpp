@@ -1,0 +1,21 @@
+#include "stream_order.hpp"
+
+#include "../../driver/driver.hpp"
+
+namespace cumem::core::caching {
+
+void order_reuse(uintptr_t freed_key, const Stream* freed_on, const Stream* stream,
+                 const Device* device) {
+  const Device& context = stream ? stream->device() : *device;
+  // A per-thread default stream cannot be named from another thread.
+  if (is_per_thread_key(freed_key)) {
+    ScopedContext scope(context);
+    CUMEM_CU(cuCtxSynchronize, (),
+             "ordering the reuse of a block freed on a per-thread default stream");
+    return;
+  }
+  order_or_synchronize(context, native_or_legacy(freed_on), native_or_legacy(stream),
+                       "ordering a cached block's reuse");
+}
+
+}  // namespace cumem::core::caching

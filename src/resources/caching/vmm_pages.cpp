@@ -1,0 +1,71 @@
+#include "vmm_pages.hpp"
+
+#include "../../error.hpp"
+#include "../../vmm/range.hpp"
+#include "../../vmm/spec.hpp"
+
+namespace cumem::core::caching {
+namespace {
+
+class VmmRange final : public PageRange {
+ public:
+  VmmRange(std::unique_ptr<vmm::Range> range, uint64_t page)
+      : range_(std::move(range)), page_(page) {}
+  char* base() const override { return reinterpret_cast<char*>(range_->address()); }
+  uint64_t size() const override { return range_->reserved(); }
+  void map(uint64_t offset, uint64_t bytes) override {
+    range_->map(static_cast<size_t>(offset), static_cast<size_t>(bytes),
+                static_cast<size_t>(page_));
+  }
+  void unmap(uint64_t offset, uint64_t bytes) override {
+    range_->unmap(static_cast<size_t>(offset), static_cast<size_t>(bytes));
+  }
+
+ private:
+  std::unique_ptr<vmm::Range> range_;
+  uint64_t page_;
+};
+
+class VmmPages final : public PageSource {
+ public:
+  VmmPages(std::shared_ptr<const vmm::Spec> spec, uint64_t page, uint64_t range)
+      : spec_(std::move(spec)), page_(page), range_(range) {}
+  uint64_t page_size() const override { return page_; }
+  uint64_t range_size() const override { return range_; }
+  std::unique_ptr<PageRange> reserve(uint64_t bytes) override {
+    std::unique_ptr<vmm::Range> r = vmm::Range::reserve(spec_, static_cast<size_t>(bytes));
+    // The access list applies to every page mapped later.
+    r->set_access(Location{LocationType::device, spec_->device().ordinal()},
+                  vmm::Access::read_write);
+    return std::make_unique<VmmRange>(std::move(r), page_);
+  }
+
+ private:
+  std::shared_ptr<const vmm::Spec> spec_;
+  uint64_t page_, range_;
+};
+
+}  // namespace
+
+std::unique_ptr<PageSource> device_pages(Ref<Device> device, uint64_t page_size) {
+  vmm::SpecOptions o;
+  o.location = Location{LocationType::device, device->ordinal()};
+  o.granularity = vmm::Granularity::recommended;
+  const uint64_t total = device->properties().total_memory;
+  auto spec = vmm::Spec::create(std::move(device), o);
+  const uint64_t g = spec->granularity();
+  uint64_t page = page_size;
+  if (page == 0) {
+    page = (kDefaultPageSize + g - 1) / g * g;
+  } else if (page % g != 0) {
+    fail(Status::invalid_argument, "the page size of " + describe_bytes(page_size) +
+                                       " is not a multiple of the granularity of " +
+                                       spec->describe() + ", " + describe_bytes(g));
+  }
+  // Address space for the device's whole memory and an eighth more, so
+  // that pages unmapped early in a range can be mapped again at its end.
+  const uint64_t range = (total + total / 8 + page - 1) / page * page;
+  return std::make_unique<VmmPages>(std::move(spec), page, range > page ? range : page);
+}
+
+}  // namespace cumem::core::caching

@@ -1,0 +1,294 @@
+// Expandable segments alone (src/resources/caching/expandable.hpp), over a
+// recording page source (no driver, no memory): which pages get mapped and
+// unmapped, and where blocks go, for sequences of allocations and frees.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "error.hpp"
+#include "resources/caching/expandable.hpp"
+
+namespace {
+
+using namespace cumem::core;
+using namespace cumem::core::caching;
+constexpr uint64_t MiB = uint64_t{1} << 20;
+
+// What the page source was asked, in order: "reserve R1 1000", "map R1 0+40",
+// "unmap R1 20+20", "free R1" (ranges numbered from 1, sizes in MiB).
+struct Calls {
+  std::vector<std::string> log;
+  bool refuse_next_map = false;
+  std::string take() {
+    std::string out;
+    for (const std::string& c : log) out += (out.empty() ? "" : ", ") + c;
+    log.clear();
+    return out;
+  }
+};
+
+class RecordingRange final : public PageRange {
+ public:
+  RecordingRange(Calls& calls, int number, uint64_t size, uint64_t page)
+      : calls_(calls), number_(number), size_(size), page_(page) {}
+  ~RecordingRange() override { calls_.log.push_back("free R" + std::to_string(number_)); }
+  // Never touched: 16 TiB apart, so ranges never overlap.
+  char* base() const override { return reinterpret_cast<char*>(uintptr_t(number_) << 44); }
+  uint64_t size() const override { return size_; }
+  void map(uint64_t offset, uint64_t bytes) override {
+    check(offset, bytes);
+    if (calls_.refuse_next_map) {
+      calls_.refuse_next_map = false;
+      fail(Status::out_of_memory, "the recording source refused to map");
+    }
+    for (uint64_t p = offset; p < offset + bytes; p += page_) {
+      EXPECT_FALSE(mapped_[p]) << "page at " << p << " mapped twice";
+      mapped_[p] = true;
+    }
+    calls_.log.push_back("map R" + std::to_string(number_) + " " + std::to_string(offset / MiB) +
+                         "+" + std::to_string(bytes / MiB));
+  }
+  void unmap(uint64_t offset, uint64_t bytes) override {
+    check(offset, bytes);
+    for (uint64_t p = offset; p < offset + bytes; p += page_) {
+      EXPECT_TRUE(mapped_[p]) << "page at " << p << " unmapped but not mapped";
+      mapped_[p] = false;
+    }
+    calls_.log.push_back("unmap R" + std::to_string(number_) + " " +
+                         std::to_string(offset / MiB) + "+" + std::to_string(bytes / MiB));
+  }
+
+ private:
+  void check(uint64_t offset, uint64_t bytes) const {
+    EXPECT_EQ(offset % page_, 0u);
+    EXPECT_EQ(bytes % page_, 0u);
+    EXPECT_GT(bytes, 0u);
+    EXPECT_LE(offset + bytes, size_);
+  }
+  Calls& calls_;
+  int number_;
+  uint64_t size_, page_;
+  std::map<uint64_t, bool> mapped_;
+};
+
+class RecordingPages final : public PageSource {
+ public:
+  RecordingPages(Calls& calls, uint64_t page, uint64_t range) : calls_(calls), page_(page), range_(range) {}
+  uint64_t page_size() const override { return page_; }
+  uint64_t range_size() const override { return range_; }
+  std::unique_ptr<PageRange> reserve(uint64_t bytes) override {
+    ++ranges_;
+    calls_.log.push_back("reserve R" + std::to_string(ranges_) + " " + std::to_string(bytes / MiB));
+    return std::make_unique<RecordingRange>(calls_, ranges_, bytes, page_);
+  }
+
+ private:
+  Calls& calls_;
+  uint64_t page_, range_;
+  int ranges_ = 0;
+};
+
+// Address of `mib` MiB into range `n`.
+char* at(int n, uint64_t mib) { return reinterpret_cast<char*>(uintptr_t(n) << 44) + mib * MiB; }
+
+class Expandable : public ::testing::Test {
+ protected:
+  Calls calls;
+  RecordingPages pages{calls, 20 * MiB, 1000 * MiB};
+  ExpandableSegments segments{pages};
+
+  // A large block for stream `key`, as the adaptor asks: free pieces
+  // first, then new pages.
+  void* allocate(uint64_t bytes, uintptr_t key = 1) {
+    const Taken t = segments.take(bytes, key);
+    if (t.ptr) return t.ptr;
+    return segments.grow(bytes, key).taken.ptr;
+  }
+};
+
+TEST_F(Expandable, TheFirstBlockReservesARangeAndMapsTheFewestPages) {
+  EXPECT_EQ(allocate(30 * MiB), at(1, 0));
+  EXPECT_EQ(calls.take(), "reserve R1 1000, map R1 0+40");
+  EXPECT_EQ(segments.mapped_bytes(), 40 * MiB);
+  EXPECT_EQ(segments.free_bytes(), 10 * MiB) << "the rest of the second page is free";
+  // The rest serves the next block without a new page.
+  EXPECT_EQ(allocate(6 * MiB), at(1, 30));
+  EXPECT_EQ(calls.take(), "");
+  // A block larger than the rest: pages right after it, joined with it.
+  EXPECT_EQ(allocate(10 * MiB), at(1, 36));
+  EXPECT_EQ(calls.take(), "map R1 40+20");
+  EXPECT_EQ(segments.mapped_bytes(), 60 * MiB);
+  EXPECT_EQ(segments.free_bytes(), 14 * MiB);
+  EXPECT_EQ(segments.pages_mapped(), 3u);
+}
+
+TEST_F(Expandable, BlocksFreedAtOneSizeServeAnotherWithoutNewPages) {
+  // PyTorch's fragmentation example: 8 x 16 MiB live, freed, then 4 x 32 MiB.
+  std::vector<void*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(allocate(16 * MiB));
+  EXPECT_EQ(segments.mapped_bytes(), 140 * MiB) << "128 MiB in 7 pages of 20 MiB";
+  for (void* b : blocks) segments.put_back(b, 1);
+  EXPECT_EQ(segments.free_bytes(), 140 * MiB);
+  EXPECT_EQ(segments.piece_count(), 2u) << "merged into one free piece (and the unmapped rest)";
+  calls.take();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(allocate(32 * MiB), at(1, 32 * i));
+  EXPECT_EQ(calls.take(), "") << "no page mapped for the 32 MiB blocks";
+  EXPECT_EQ(segments.mapped_bytes(), 140 * MiB);
+}
+
+TEST_F(Expandable, EachStreamGrowsARangeOfItsOwn) {
+  EXPECT_EQ(allocate(4 * MiB, 1), at(1, 0));
+  EXPECT_EQ(calls.take(), "reserve R1 1000, map R1 0+20");
+  // Stream 1's free 16 MiB is too small: stream 2 maps pages in its own range.
+  EXPECT_EQ(allocate(30 * MiB, 2), at(2, 0));
+  EXPECT_EQ(calls.take(), "reserve R2 1000, map R2 0+40");
+  EXPECT_EQ(allocate(8 * MiB, 2), at(2, 30)) << "stream 2's free rest, the best fit";
+  EXPECT_EQ(segments.range_count(), 2u);
+  // A free piece of another stream is reused before new pages are mapped
+  // (the adaptor orders the reuse after that stream).
+  const Taken t = segments.take(14 * MiB, 3);
+  EXPECT_EQ(t.ptr, at(1, 4)) << "stream 1's 16 MiB";
+  EXPECT_EQ(t.freed_key, 1u);
+  EXPECT_EQ(calls.take(), "");
+}
+
+TEST_F(Expandable, TrimmingUnmapsWholeFreePagesLargestFirstAndFreesEmptyRanges) {
+  void* a = allocate(50 * MiB);  // 0..50: pages 0..60
+  void* b = allocate(30 * MiB);  // 50..80: the rest of page 40..60, and page 60..80
+  void* c = allocate(45 * MiB);  // 80..125: pages 80..140
+  ASSERT_EQ(b, at(1, 50));
+  ASSERT_EQ(c, at(1, 80));
+  EXPECT_EQ(calls.take(), "reserve R1 1000, map R1 0+60, map R1 60+20, map R1 80+60");
+  EXPECT_EQ(segments.mapped_bytes(), 140 * MiB);
+  segments.put_back(a, 1);
+  segments.put_back(c, 1);
+  segments.forget_streams({});
+  // Free: 0..50 (pages 0..40 whole) and 80..140 (pages 80..140 whole).
+  uint64_t cached = segments.free_bytes();
+  EXPECT_EQ(cached, 110 * MiB);
+  EXPECT_EQ(segments.unmap_free(0, cached), 100 * MiB);
+  EXPECT_EQ(calls.take(), "unmap R1 80+60, unmap R1 0+40")
+      << "whole free pages, largest span first; the page under b and a's end stays";
+  EXPECT_EQ(cached, 10 * MiB) << "40..50 stays mapped and free";
+  EXPECT_EQ(segments.mapped_bytes(), 40 * MiB);
+  EXPECT_EQ(segments.pages_unmapped(), 5u);
+  // Freed, b merges with its free neighbour: everything goes, and the
+  // range with it.
+  segments.put_back(b, 1);
+  segments.forget_streams({});
+  cached = segments.free_bytes();
+  EXPECT_EQ(segments.unmap_free(0, cached), 40 * MiB);
+  EXPECT_EQ(calls.take(), "unmap R1 40+40, free R1");
+  EXPECT_EQ(segments.mapped_bytes(), 0u);
+  EXPECT_EQ(segments.range_count(), 0u);
+  EXPECT_EQ(segments.piece_count(), 0u);
+}
+
+TEST_F(Expandable, TrimmingStopsAtWhatItIsAskedToKeep) {
+  void* a = allocate(40 * MiB);
+  void* b = allocate(20 * MiB);
+  void* c = allocate(60 * MiB);
+  calls.take();
+  segments.put_back(a, 1);
+  segments.put_back(c, 1);
+  segments.forget_streams({});
+  uint64_t cached = segments.free_bytes();
+  ASSERT_EQ(cached, 100 * MiB);
+  EXPECT_EQ(segments.unmap_free(50 * MiB, cached), 60 * MiB);
+  EXPECT_EQ(calls.take(), "unmap R1 60+60") << "the largest span only";
+  EXPECT_EQ(cached, 40 * MiB);
+  segments.put_back(b, 1);
+}
+
+TEST_F(Expandable, AHoleLeftByATrimIsMappedAgainAtTheLowestAddress) {
+  void* a = allocate(40 * MiB);
+  void* b = allocate(20 * MiB);
+  segments.put_back(a, 1);
+  segments.forget_streams({});
+  uint64_t cached = segments.free_bytes();
+  segments.unmap_free(0, cached);
+  calls.take();
+  // 0..40 is a hole before b: a 30 MiB block goes there, not after b.
+  EXPECT_EQ(allocate(30 * MiB), at(1, 0));
+  EXPECT_EQ(calls.take(), "map R1 0+40");
+  // A block larger than the hole's rest goes after b.
+  EXPECT_EQ(allocate(25 * MiB), at(1, 60));
+  EXPECT_EQ(calls.take(), "map R1 60+40");
+  segments.put_back(b, 1);
+}
+
+TEST_F(Expandable, AHoleBetweenFreePiecesJoinsThemBoth) {
+  void* a = allocate(30 * MiB);  // 0..30
+  void* b = allocate(50 * MiB);  // 30..80
+  void* c = allocate(15 * MiB);  // 80..95
+  segments.put_back(b, 1);
+  segments.forget_streams({});
+  uint64_t cached = segments.free_bytes();
+  ASSERT_EQ(segments.unmap_free(0, cached), 40 * MiB);  // pages 40..80; 30..40 stays free
+  calls.take();
+  segments.put_back(a, 1);  // 0..40 free, then the hole 40..80, then c
+  // 60 MiB: the free 40 MiB before the hole and 20 MiB of it.
+  EXPECT_EQ(allocate(60 * MiB), at(1, 0));
+  EXPECT_EQ(calls.take(), "map R1 40+20");
+  segments.put_back(c, 1);
+}
+
+TEST_F(Expandable, OutOfMemoryWhileMappingChangesNothing) {
+  void* a = allocate(10 * MiB);
+  calls.take();
+  const uint64_t pieces = segments.piece_count();
+  calls.refuse_next_map = true;
+  try {
+    allocate(30 * MiB);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::out_of_memory);
+  }
+  EXPECT_EQ(segments.piece_count(), pieces);
+  EXPECT_EQ(segments.mapped_bytes(), 20 * MiB);
+  EXPECT_EQ(segments.free_bytes(), 10 * MiB);
+  EXPECT_EQ(allocate(30 * MiB), at(1, 10)) << "the same request works once memory is there";
+  EXPECT_EQ(calls.take(), "map R1 20+20");
+  segments.put_back(a, 1);
+}
+
+TEST_F(Expandable, ABlockLargerThanARangeGetsARangeOfItsSize) {
+  EXPECT_EQ(allocate(1500 * MiB), at(1, 0));
+  EXPECT_EQ(calls.take(), "reserve R1 1500, map R1 0+1500");
+  EXPECT_EQ(allocate(4 * MiB), at(2, 0)) << "nothing left in the first range";
+  EXPECT_EQ(calls.take(), "reserve R2 1000, map R2 0+20");
+}
+
+TEST_F(Expandable, ANewPageJoinsAFreePieceOfItsStreamOrOfNone) {
+  void* a = allocate(15 * MiB, 1);  // 0..15; 15..20 free on stream 1
+  calls.take();
+  // Stream 1: its 5 MiB free rest and one new page serve 25 MiB.
+  void* b = allocate(25 * MiB, 1);
+  EXPECT_EQ(b, at(1, 15));
+  EXPECT_EQ(calls.take(), "map R1 20+20");
+  segments.put_back(a, 1);
+  segments.put_back(b, 1);
+  EXPECT_EQ(segments.free_bytes(), 40 * MiB);
+  EXPECT_EQ(segments.piece_count(), 2u);
+}
+
+TEST_F(Expandable, ARangeWithBlocksInUseOutlivesTheSegments) {
+  {
+    Calls local;
+    RecordingPages source{local, 20 * MiB, 1000 * MiB};
+    auto s = std::make_unique<ExpandableSegments>(source);
+    void* kept = s->grow(4 * MiB, 1).taken.ptr;
+    void* freed = s->grow(4 * MiB, 2).taken.ptr;
+    s->put_back(freed, 2);
+    EXPECT_EQ(s->in_use_bytes(), 4 * MiB);
+    (void)kept;
+    local.take();
+    s.reset();
+    EXPECT_EQ(local.take(), "free R2") << "the range with a block in use is left mapped";
+  }
+}
+
+}  // namespace

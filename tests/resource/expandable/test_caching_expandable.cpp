@@ -1,0 +1,320 @@
+// The expandable caching adaptor through the public C API on the VMM fake
+// driver, whose device memory is host memory (so blocks can be written and
+// read here): large blocks are pieces of a stream's range with pages mapped
+// on demand and reused at any size, pages are unmapped when the cache gives
+// memory back (after the device's work) and the ranges freed, out of memory
+// gives the cache back and retries, and every test ends with nothing held
+// in the fake. The upstream is a callback resource that says it is device
+// memory of device 0 (it serves the small blocks from malloc).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_vmm.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+constexpr size_t KiB = size_t{1} << 10;
+constexpr size_t MiB = size_t{1} << 20;
+
+std::atomic<int64_t> upstream_bytes{0};
+
+int32_t upstream_allocate(size_t size, void*, void*, void** out) {
+  *out = std::aligned_alloc(256, (size + 255) / 256 * 256);
+  if (*out) upstream_bytes += static_cast<int64_t>(size);
+  return *out ? 0 : 1;
+}
+void upstream_deallocate(void* ptr, size_t size, void*, void*) {
+  upstream_bytes -= static_cast<int64_t>(size);
+  std::free(ptr);
+}
+
+cumem_caching_statistics_t caching_of(const cumem_resource_t* r) {
+  cumem_caching_statistics_t c = CUMEM_CACHING_STATISTICS_INIT;
+  EXPECT_EQ(cumem_caching_resource_get_statistics(r, &c), CUMEM_SUCCESS)
+      << cumem_last_error_message();
+  return c;
+}
+
+class ExpandableCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(fake.missing(), "");
+    fake.reset();
+    fake.set_memory(uint64_t{1} << 30);  // ranges of 1.125 GiB
+    CUMEM_ASSERT_OK(cumem_device_get(0, &device));
+    cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
+    c.memory_kind = CUMEM_MEMORY_DEVICE;
+    c.allocate = upstream_allocate;
+    c.deallocate = upstream_deallocate;
+    c.stream_ordered = CUMEM_TRUE;
+    CUMEM_ASSERT_OK(cumem_callback_resource_create(device, &c, &upstream));
+    CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &stream));
+    cache = make(0);
+    ASSERT_NE(cache, nullptr) << cumem_last_error_message();
+  }
+  void TearDown() override {
+    cumem_resource_release(cache);
+    cumem_stream_release(stream);
+    cumem_resource_release(upstream);
+    cumem_device_release(device);
+    const FakeVmmCounts c = fake.counts();
+    EXPECT_EQ(c.live_reservations, 0u) << "a range was never freed";
+    EXPECT_EQ(c.live_handles, 0u) << "a page was never released";
+    EXPECT_EQ(c.live_mappings, 0u) << "a page was never unmapped";
+    EXPECT_EQ(c.live_bytes, 0u);
+    EXPECT_EQ(upstream_bytes.load(), 0) << "the upstream's small blocks came back";
+    fake.reset();
+  }
+
+  cumem_resource_t* make(uint64_t page_size) {
+    cumem_caching_resource_options_t o = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+    o.expandable = CUMEM_TRUE;
+    o.page_size = page_size;
+    cumem_resource_t* r = nullptr;
+    return cumem_caching_resource_create_with_options(upstream, &o, &r) == CUMEM_SUCCESS ? r : nullptr;
+  }
+  void* allocate(size_t size, cumem_stream_t* on = nullptr) {
+    void* p = nullptr;
+    EXPECT_EQ(cumem_resource_allocate_raw(cache, size, on ? on : stream, &p), CUMEM_SUCCESS)
+        << cumem_last_error_message();
+    return p;
+  }
+  void free(void* p, size_t size, cumem_stream_t* on = nullptr) {
+    EXPECT_EQ(cumem_resource_deallocate_raw(cache, p, size, on ? on : stream), CUMEM_SUCCESS)
+        << cumem_last_error_message();
+  }
+
+  FakeVmm fake;
+  cumem_device_t* device = nullptr;
+  cumem_resource_t* upstream = nullptr;
+  cumem_resource_t* cache = nullptr;
+  cumem_stream_t* stream = nullptr;
+};
+
+TEST_F(ExpandableCache, ALargeBlockIsMappedPagesOfTheStreamsRange) {
+  void* a = allocate(30 * MiB);
+  FakeVmmCounts c = fake.counts();
+  EXPECT_EQ(c.reserves, 1u) << "one range for the stream";
+  EXPECT_EQ(c.maps, 2u) << "two pages of 20 MiB";
+  EXPECT_EQ(c.live_bytes, 40 * MiB);
+  std::memset(a, 0x5a, 30 * MiB);  // usable (the fake's device memory is host memory)
+  // The rest of the second page serves the next block: nothing mapped.
+  void* b = allocate(10 * MiB);
+  EXPECT_EQ(b, static_cast<char*>(a) + 30 * MiB);
+  EXPECT_EQ(fake.counts().maps, 2u);
+  cumem_caching_statistics_t s = caching_of(cache);
+  EXPECT_EQ(s.bytes_reserved, 40 * MiB);
+  EXPECT_EQ(s.pages_mapped, 2u);
+  EXPECT_EQ(s.misses, 1u) << "a block on new pages is a miss";
+  EXPECT_EQ(s.hits, 1u) << "a block from mapped free pages is a hit";
+  EXPECT_EQ(upstream_bytes.load(), 0) << "large blocks never reach the upstream";
+  // Small blocks come from the upstream.
+  void* small = allocate(4 * KiB);
+  EXPECT_EQ(upstream_bytes.load(), int64_t{4 * KiB});
+  free(small, 4 * KiB);
+  free(a, 30 * MiB);
+  free(b, 10 * MiB);
+  EXPECT_EQ(caching_of(cache).bytes_cached, 40 * MiB + 4 * KiB);
+  EXPECT_EQ(statistics_of(cache).bytes_in_use, 0u);
+}
+
+TEST_F(ExpandableCache, TheFragmentationExampleTakesOnlyWhatIsLive) {
+  // PyTorch's example: 8 x 16 MiB live, freed, then 4 x 32 MiB live.
+  std::vector<void*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(allocate(16 * MiB));
+  EXPECT_EQ(fake.counts().live_bytes, 140 * MiB) << "128 MiB in 7 pages";
+  for (void* p : blocks) free(p, 16 * MiB);
+  blocks.clear();
+  for (int i = 0; i < 4; ++i) {
+    blocks.push_back(allocate(32 * MiB));
+    std::memset(blocks.back(), i + 1, 32 * MiB);
+  }
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(static_cast<unsigned char*>(blocks[i])[32 * MiB - 1], i + 1) << "no overlap";
+  EXPECT_EQ(fake.counts().live_bytes, 140 * MiB) << "the freed 16 MiB blocks served 32 MiB ones";
+  EXPECT_EQ(caching_of(cache).peak_bytes_reserved, 140 * MiB);
+  for (void* p : blocks) free(p, 32 * MiB);
+}
+
+TEST_F(ExpandableCache, TrimUnmapsAfterTheDevicesWorkAndFreesTheRanges) {
+  void* a = allocate(50 * MiB);
+  void* b = allocate(3 * MiB);
+  void* small = allocate(64 * KiB);
+  free(a, 50 * MiB);
+  free(b, 3 * MiB);
+  free(small, 64 * KiB);
+  cumem_stream_t* other = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &other));
+  void* stream_native = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_native(stream, &stream_native));
+  fake.busy_stream(static_cast<CUstream>(stream_native));  // work still queued
+  const FakeVmmCounts before = fake.counts();
+  EXPECT_EQ(before.live_bytes, 60 * MiB);
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
+  cumem_bool_t done = CUMEM_FALSE;
+  CUMEM_ASSERT_OK(cumem_stream_query(stream, &done));
+  EXPECT_EQ(done, CUMEM_TRUE) << "the trim waited for the device before unmapping";
+  const FakeVmmCounts after = fake.counts();
+  EXPECT_EQ(after.unmaps - before.unmaps, 3u);
+  EXPECT_EQ(after.live_bytes, 0u);
+  EXPECT_EQ(after.live_reservations, 0u) << "the empty range was freed";
+  const cumem_caching_statistics_t s = caching_of(cache);
+  EXPECT_EQ(s.bytes_reserved, 0u);
+  EXPECT_EQ(s.bytes_cached, 0u);
+  EXPECT_EQ(s.pages_unmapped, 3u);
+  EXPECT_EQ(upstream_bytes.load(), 0);
+  // The cache works on after it: a new range.
+  void* again = allocate(5 * MiB);
+  EXPECT_EQ(fake.counts().reserves, before.reserves + 1);
+  free(again, 5 * MiB);
+  cumem_stream_release(other);
+}
+
+TEST_F(ExpandableCache, ABlockInUseKeepsItsPagesThroughATrim) {
+  void* a = allocate(40 * MiB);
+  void* b = allocate(40 * MiB);
+  std::memset(b, 7, 40 * MiB);
+  free(a, 40 * MiB);
+  CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
+  EXPECT_EQ(fake.counts().live_bytes, 40 * MiB) << "a's pages went, b's stayed";
+  EXPECT_EQ(static_cast<unsigned char*>(b)[40 * MiB - 1], 7);
+  // The hole a left is mapped again for a block that fits it.
+  void* c = allocate(30 * MiB);
+  EXPECT_EQ(c, a);
+  EXPECT_EQ(fake.counts().live_bytes, 80 * MiB);
+  free(b, 40 * MiB);
+  free(c, 30 * MiB);
+}
+
+TEST_F(ExpandableCache, OutOfMemoryUnmapsTheCacheAndRetries) {
+  fake.set_memory(100 * MiB);
+  void* a = allocate(60 * MiB);
+  void* b = allocate(20 * MiB);
+  free(a, 60 * MiB);
+  // 70 MiB more does not fit next to the 80 MiB mapped; a's free pages are
+  // unmapped, and the block is served (in a range of its own: a's hole is
+  // too small).
+  void* c = allocate(70 * MiB);
+  ASSERT_NE(c, nullptr);
+  std::memset(c, 1, 70 * MiB);
+  cumem_caching_statistics_t s = caching_of(cache);
+  EXPECT_EQ(s.oom_retries, 1u);
+  EXPECT_EQ(s.bytes_reserved, 100 * MiB);
+  EXPECT_EQ(fake.counts().live_bytes, 100 * MiB);
+  // Beyond the device even with an empty cache: a clear error.
+  void* x = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_resource_allocate_raw(cache, 30 * MiB, stream, &x),
+                     CUMEM_ERROR_OUT_OF_MEMORY, "could not map pages for");
+  EXPECT_EQ(x, nullptr);
+  EXPECT_NE(std::string(cumem_last_error_message()).find("in use of"), std::string::npos)
+      << cumem_last_error_message();
+  EXPECT_EQ(caching_of(cache).oom_retries, 2u);
+  // Larger than the device: refused at once, nothing given back or reserved.
+  const uint64_t reserves = fake.counts().reserves;
+  CUMEM_EXPECT_ERROR(cumem_resource_allocate_raw(cache, size_t{1} << 50, stream, &x),
+                     CUMEM_ERROR_OUT_OF_MEMORY, "larger than the address range");
+  EXPECT_EQ(fake.counts().reserves, reserves);
+  EXPECT_EQ(caching_of(cache).oom_retries, 2u);
+  free(b, 20 * MiB);
+  free(c, 70 * MiB);
+}
+
+TEST_F(ExpandableCache, EachStreamGrowsItsOwnRangeAndReusesAnothersBlocksInOrder) {
+  cumem_stream_t* other = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &other));
+  void* a = allocate(30 * MiB, stream);
+  void* b = allocate(30 * MiB, other);
+  EXPECT_EQ(fake.counts().reserves, 2u) << "one range per stream";
+  free(b, 30 * MiB, other);
+  // A block freed on `other` serves `stream` (ordered after other's work)
+  // before any new page is mapped.
+  const uint64_t maps = fake.counts().maps;
+  void* c = allocate(30 * MiB, stream);
+  EXPECT_EQ(c, b);
+  EXPECT_EQ(fake.counts().maps, maps);
+  EXPECT_EQ(caching_of(cache).stream_reuses, 1u);
+  free(a, 30 * MiB, stream);
+  free(c, 30 * MiB, stream);
+  cumem_stream_release(other);
+}
+
+TEST_F(ExpandableCache, ThePageSizeIsAnOptionAtTheGranularity) {
+  cumem_resource_t* four = make(4 * MiB);
+  ASSERT_NE(four, nullptr) << cumem_last_error_message();
+  void* p = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(four, 5 * MiB, stream, &p));
+  EXPECT_EQ(caching_of(four).pages_mapped, 2u) << "5 MiB in two 4 MiB pages";
+  EXPECT_EQ(caching_of(four).bytes_reserved, 8 * MiB);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(four, p, 5 * MiB, stream));
+  cumem_resource_release(four);  // gives everything back
+  EXPECT_EQ(make(3 * MiB), nullptr);
+  const std::string m = cumem_last_error_message();
+  EXPECT_NE(m.find("not a multiple of the granularity"), std::string::npos) << m;
+  EXPECT_NE(m.find("2097152 bytes"), std::string::npos) << m;
+  EXPECT_EQ(cumem_last_error_message(), m);
+}
+
+TEST_F(ExpandableCache, ADeviceWithoutVirtualMemoryIsNotSupported) {
+  fake.set_attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0);
+  cumem_caching_resource_options_t o = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+  o.expandable = CUMEM_TRUE;
+  cumem_resource_t* r = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_caching_resource_create_with_options(upstream, &o, &r),
+                     CUMEM_ERROR_NOT_SUPPORTED, "cumem_caching_resource_create_with_options");
+  EXPECT_EQ(r, nullptr);
+  fake.set_attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, -2);
+}
+
+TEST_F(ExpandableCache, ThreadsOnStreamsOfTheirOwnNeverShareABlock) {
+  constexpr int kThreads = 6;
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      cumem_stream_t* s = nullptr;
+      if (cumem_stream_create(device, nullptr, &s) != CUMEM_SUCCESS) {
+        ++bad;
+        return;
+      }
+      std::mt19937 rng(static_cast<unsigned>(t));
+      std::vector<std::pair<void*, size_t>> live;
+      for (int i = 0; i < 300; ++i) {
+        if (live.size() < 6 && (rng() % 3 != 0 || live.empty())) {
+          const size_t size = (size_t{200} << 10) + rng() % (6 * MiB);
+          void* p = nullptr;
+          if (cumem_resource_allocate_raw(cache, size, s, &p) != CUMEM_SUCCESS) {
+            ++bad;
+            break;
+          }
+          std::memset(p, t + 1, size);
+          live.emplace_back(p, size);
+        } else {
+          const size_t k = rng() % live.size();
+          const auto [p, size] = live[k];
+          const auto* bytes = static_cast<const unsigned char*>(p);
+          for (size_t j = 0; j < size; j += 4093)
+            if (bytes[j] != t + 1) ++bad;
+          cumem_resource_deallocate_raw(cache, p, size, s);
+          live.erase(live.begin() + static_cast<long>(k));
+        }
+      }
+      for (const auto& [p, size] : live) cumem_resource_deallocate_raw(cache, p, size, s);
+      cumem_stream_release(s);
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(statistics_of(cache).bytes_in_use, 0u);
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
+  EXPECT_EQ(fake.counts().live_bytes, 0u);
+  EXPECT_EQ(caching_of(cache).bytes_reserved, 0u);
+}
+
+}  // namespace
