@@ -41,14 +41,18 @@ const ResourceKind fake_kinds[] = {
 INSTANTIATE_TEST_SUITE_P(FakeVmm, ResourceConformance, ::testing::ValuesIn(fake_kinds), kind_name);
 
 // A device of 4 GiB, so that each stream's range reserves 4.5 GiB of the
-// fake's address arena rather than 90 GiB (the default 80 GiB device).
+// fake's address arena rather than 90 GiB (the default 80 GiB device). The
+// fake stays loaded (by this object) from here on, so that libcumem finds
+// the setting when it loads the same library.
 class SmallFakeDevice : public ::testing::Environment {
  public:
   void SetUp() override {
-    FakeVmm fake;
-    ASSERT_EQ(fake.missing(), "");
-    fake.set_memory(uint64_t{4} << 30);
+    ASSERT_EQ(fake_.missing(), "");
+    fake_.set_memory(uint64_t{4} << 30);
   }
+
+ private:
+  FakeVmm fake_;
 };
 const auto* const small_fake_device = ::testing::AddGlobalTestEnvironment(new SmallFakeDevice);
 
