@@ -202,6 +202,8 @@ CUMEM_EXPORT cumem_status_t cumem_caching_resource_create_with_options(
   CachingOptions c;
   c.expandable = o.expandable != 0;
   c.page_size = o.page_size;
+  c.libcumem_captures_only = o.libcumem_captures_only != 0;
+  check_reserved(o.reserved0, "options->reserved0");
   if (!c.expandable && c.page_size != 0)
     fail(Status::invalid_argument, "options->page_size is " + std::to_string(c.page_size) +
                                        " but options->expandable is false; a page size applies "
@@ -235,6 +237,8 @@ CUMEM_EXPORT cumem_status_t cumem_caching_resource_get_statistics(
   v.oom_retries = c.oom_retries;
   v.pages_mapped = c.pages_mapped;
   v.pages_unmapped = c.pages_unmapped;
+  v.capture_pools = c.capture_pools;
+  v.capture_pool_bytes = c.capture_pool_bytes;
   write_out_struct(stats, v);
   CUMEM_CATCH
 }
@@ -249,6 +253,13 @@ CUMEM_EXPORT cumem_status_t cumem_caching_resource_trim(cumem_resource_t* resour
                                                         uint64_t keep_bytes) {
   CUMEM_TRY
   caching_of(resource).trim(keep_bytes);
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_caching_resource_release_capture_pool(cumem_resource_t* resource,
+                                                                        uint64_t capture_id) {
+  CUMEM_TRY
+  caching_of(resource).release_capture_pool(capture_id);
   CUMEM_CATCH
 }
 

@@ -159,10 +159,12 @@ CUMEM_STRUCT_FIELDS(cumem_caching_statistics_t, "CUMEM_CACHING_STATISTICS_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(bytes_cached),
   CUMEM_FIELD(bytes_reserved), CUMEM_FIELD(peak_bytes_reserved), CUMEM_FIELD(hits),
   CUMEM_FIELD(misses), CUMEM_FIELD(stream_reuses), CUMEM_FIELD(oom_retries),
-  CUMEM_FIELD(pages_mapped), CUMEM_FIELD(pages_unmapped))
+  CUMEM_FIELD(pages_mapped), CUMEM_FIELD(pages_unmapped), CUMEM_FIELD(capture_pools),
+  CUMEM_FIELD(capture_pool_bytes))
 
 CUMEM_STRUCT_FIELDS(cumem_caching_resource_options_t, "cumem_caching_resource_options_init()",
-  CUMEM_FIELD(struct_size), CUMEM_FIELD(expandable), CUMEM_FIELD(page_size))
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(expandable), CUMEM_FIELD(page_size),
+  CUMEM_FIELD(libcumem_captures_only), CUMEM_FIELD(reserved0))
 
 CUMEM_STRUCT_FIELDS(cumem_resource_statistics_t, "CUMEM_RESOURCE_STATISTICS_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(reserved0), CUMEM_FIELD(bytes_in_use),

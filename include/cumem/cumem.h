@@ -1080,14 +1080,25 @@ CUMEM_API cumem_status_t cumem_aligned_resource_create(cumem_resource_t* upstrea
  *    bytes in use, cached and reserved.
  *  - Cached memory is given back when the resource is released, or with
  *    cumem_caching_resource_release_cached.
- *  Not for work captured into a CUDA graph: a cached block handed to
- *  captured work could be handed out again before the graph runs. An
- *  allocation or free on a stream capturing through
- *  cumem_stream_begin_capture fails with CUMEM_ERROR_INVALID_ARGUMENT
- *  saying so (nothing is allocated or freed); a capture begun with the
- *  driver directly is not seen (asking the driver on every call would cost
- *  more than the cached pair). Allocate captured memory from the upstream
- *  itself (a pool's allocations under capture become the graph's own).
+ *  Stream capture: memory a CUDA graph captured belongs to the graph (its
+ *  replays write it long after the capture). On a stream that captures,
+ *  whoever began the capture (libcumem, the runtime, PyTorch, CuPy; any
+ *  mode; streams joined through events too), allocations come from the
+ *  capture's private pool: upstream memory of its own, allocated outside
+ *  the capture (on a stream of the adaptor's, waited for, in relaxed
+ *  capture mode), never a block eager work used. Blocks freed inside the
+ *  capture go back to that pool and are reused inside it on the stream
+ *  that freed them; blocks the capture allocated stay in the pool after
+ *  the capture too, freed or not, until
+ *  cumem_caching_resource_release_capture_pool says the graph is gone. A
+ *  block allocated outside the capture and freed on a capturing stream is
+ *  refused, CUMEM_ERROR_INVALID_STATE (free it after the capture; the
+ *  framework entry points hold such frees themselves); a capture that was
+ *  invalidated is refused too. Seeing every capture costs one driver call
+ *  (cuStreamGetCaptureInfo) per allocation and per free on a stream other
+ *  than the legacy default stream; cumem_caching_resource_options_t's
+ *  libcumem_captures_only restricts it to captures begun with
+ *  cumem_stream_begin_capture, at no cost while none is underway.
  *  - Blocks above 128 KiB are pieces of upstream allocations (20 MiB ones
  *    for requests under 10 MiB, when the upstream has room; else of the
  *    rounded size): the smallest free piece that fits is split to the
@@ -1115,9 +1126,14 @@ typedef struct cumem_caching_statistics_t {
    *  page_size bytes); 0 for the others. Since 1.1. */
   uint64_t pages_mapped;
   uint64_t pages_unmapped;
+  /** Private pools of CUDA graph captures (see
+   *  cumem_caching_resource_release_capture_pool), and the upstream memory
+   *  they hold (counted in bytes_reserved too). Since 1.1. */
+  uint64_t capture_pools;
+  uint64_t capture_pool_bytes;
 } cumem_caching_statistics_t;
 #define CUMEM_CACHING_STATISTICS_INIT \
-  { (uint32_t)sizeof(cumem_caching_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+  { (uint32_t)sizeof(cumem_caching_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
 
 /** CUMEM_ERROR_NOT_SUPPORTED: the resource is not a caching adaptor. */
 CUMEM_API cumem_status_t cumem_caching_resource_get_statistics(
@@ -1135,6 +1151,20 @@ CUMEM_API cumem_status_t cumem_caching_resource_release_cached(cumem_resource_t*
  *  CUMEM_ERROR_NOT_SUPPORTED: not a caching adaptor. */
 CUMEM_API cumem_status_t cumem_caching_resource_trim(cumem_resource_t* resource,
                                                      uint64_t keep_bytes);
+/** The CUDA graph(s) of capture `capture_id` are gone (destroyed, never to
+ *  be launched again): the capture's private pool gives its memory back to
+ *  the upstream, what is free now at once (after waiting for the device's
+ *  queued work) and the rest as its blocks are freed. Call it after the
+ *  capture ended and its graphs' launches finished, while no other stream
+ *  of the device captures (the wait for the device would break that
+ *  capture). The id is the capture's (cumem_stream_get_capture_info while
+ *  it captured, or cumem_graph_capture_id of the graph it made). Releasing
+ *  twice is fine. Thread-safe.
+ *  CUMEM_ERROR_NOT_SUPPORTED: not a caching adaptor.
+ *  CUMEM_ERROR_NOT_FOUND: the adaptor allocated nothing under that capture
+ *  (or its released pool is empty and gone). */
+CUMEM_API cumem_status_t cumem_caching_resource_release_capture_pool(cumem_resource_t* resource,
+                                                                     uint64_t capture_id);
 
 /** Options of the caching adaptor (cumem_caching_resource_create_with_options;
  *  zero-filled, or NULL, is what cumem_caching_resource_create makes). */
@@ -1168,9 +1198,20 @@ typedef struct cumem_caching_resource_options_t {
    *  mapped beyond what is in use. 0 (default): 20 MiB (raised to a
    *  multiple of the granularity). Must be 0 without expandable. */
   uint64_t page_size;
+  /** Which CUDA graph captures the adaptor sees (see "Stream capture" at
+   *  cumem_caching_resource_create). CUMEM_FALSE (default): every capture,
+   *  whoever began it (the runtime, PyTorch, CuPy, a library), at one
+   *  driver call (cuStreamGetCaptureInfo) per allocation and per free on a
+   *  stream other than the legacy default stream. CUMEM_TRUE: only
+   *  captures begun with cumem_stream_begin_capture, and no driver call
+   *  while none is underway; a capture begun elsewhere is then not seen,
+   *  and blocks it takes or frees are handed out again under the graph's
+   *  replays: only for programs that capture through libcumem alone. */
+  cumem_bool_t libcumem_captures_only;
+  uint32_t reserved0; /**< must be 0 */
 } cumem_caching_resource_options_t;
 #define CUMEM_CACHING_RESOURCE_OPTIONS_INIT \
-  { (uint32_t)sizeof(cumem_caching_resource_options_t), CUMEM_FALSE, 0u }
+  { (uint32_t)sizeof(cumem_caching_resource_options_t), CUMEM_FALSE, 0u, CUMEM_FALSE, 0u }
 CUMEM_API void cumem_caching_resource_options_init(cumem_caching_resource_options_t* options);
 
 /** The caching adaptor over `upstream` (kept alive) with options; NULL

@@ -654,6 +654,11 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
   void trim_cache(uint64_t keep_bytes = 0) const {
     check(cumem_caching_resource_trim(get(), keep_bytes));
   }
+  // The graph(s) of capture `capture_id` are gone: its private pool gives
+  // its memory back (caching adaptors only).
+  void release_capture_pool(uint64_t capture_id) const {
+    check(cumem_caching_resource_release_capture_pool(get(), capture_id));
+  }
   // Tracking adaptors only: how many allocations are outstanding, and their
   // bytes.
   struct Outstanding {

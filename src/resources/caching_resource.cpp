@@ -27,11 +27,18 @@
 // - Over an upstream that frees synchronously (host, legacy pinned, ...), a
 //   free first waits as the upstream would (the stream, else the legacy
 //   default stream of its device), and blocks are then reusable anywhere.
-// - Stream capture: allocating or freeing on a stream that is capturing a
-//   CUDA graph is refused (a cached block would be reused before the graph
-//   runs); allocate captured memory from the upstream. Only captures begun
-//   through libcumem (capture.hpp) are seen: asking the driver on every
-//   call would cost more than the whole cached pair.
+// - Stream capture (caching/capture_pools.hpp): on a stream that captures a
+//   CUDA graph, whoever began the capture, allocations come from the
+//   capture's private pool (its own upstream memory, never a block eager
+//   work used), blocks freed inside the capture go back to that pool, and
+//   the pool keeps the capture's blocks, freed or not, until the user
+//   releases it (release_capture_pool: the graph is gone). Asking whether a
+//   stream captures is one driver call per allocation and per free on a
+//   stream other than the legacy default stream; with
+//   CachingOptions::libcumem_captures_only, only captures begun through
+//   libcumem are seen (no call while none is underway). A block from
+//   outside a capture freed on a capturing stream is refused (the framework
+//   entry points hold such frees until the capture ends).
 // - Out of memory upstream: every cached block goes back (after waiting for
 //   the device), the upstream is asked to trim what it holds unused
 //   (trimmable.hpp), and the allocation is tried once more before failing.
@@ -57,6 +64,7 @@
 #include "../log.hpp"
 #include "../thread_shard.hpp"
 #include "caching/bins.hpp"
+#include "caching/capture_pools.hpp"
 #include "caching/expandable.hpp"
 #include "caching/segments.hpp"
 #include "caching/size_classes.hpp"
@@ -108,9 +116,11 @@ using BlockOn = std::pair<Block, Ref<Stream>>;
 class CachingResource final : public Adaptor, public Caching {
  public:
   // `pages`: where an expandable cache maps its pages; null for the plain cache.
-  CachingResource(Ref<Resource> upstream, std::unique_ptr<PageSource> pages)
+  CachingResource(Ref<Resource> upstream, std::unique_ptr<PageSource> pages,
+                  bool libcumem_captures_only)
       : Adaptor(std::move(upstream), ResourceKind::caching),
         stream_ordered_(this->upstream().properties().stream_ordered),
+        libcumem_captures_only_(libcumem_captures_only),
         pages_(std::move(pages)) {
     if (!pages_) {
       central_.segments = std::make_unique<Segments>();
@@ -125,6 +135,20 @@ class CachingResource final : public Adaptor, public Caching {
       release_cached();
     } catch (...) {
       log::swallowed("giving the cached blocks back to the upstream resource");
+    }
+    {
+      // The capture pools' free memory goes back; blocks still in use (a
+      // graph that was never released) stay with the upstream, logged.
+      std::lock_guard<std::mutex> lock(pools_mutex_);
+      if (pools_.live() != 0)
+        log::write(log::Level::warning,
+                   describe() + " was destroyed with " + std::to_string(pools_.live()) +
+                       " block(s) of CUDA graphs' private pools still allocated");
+      try {
+        pools_.for_each([&](PrivatePool& p) { give_back_pool(p, true); });
+      } catch (...) {
+        log::swallowed("giving the capture pools' memory back to the upstream resource");
+      }
     }
     if (expandable_ && expandable_->in_use_bytes() != 0)
       log::write(log::Level::warning,
@@ -160,10 +184,31 @@ class CachingResource final : public Adaptor, public Caching {
         c.pages_unmapped = expandable_->pages_unmapped();
       }
     }
+    {
+      std::lock_guard<std::mutex> lock(pools_mutex_);
+      c.capture_pools = pools_.pool_count();
+      c.capture_pool_bytes = pools_.reserved();
+    }
     c.bytes_reserved = reserved_.load(std::memory_order_relaxed);
     c.peak_bytes_reserved = peak_reserved_.load(std::memory_order_relaxed);
     c.oom_retries = retries_.load(std::memory_order_relaxed);
     return c;
+  }
+
+  void release_capture_pool(uint64_t capture_id) override {
+    std::lock_guard<std::mutex> lock(pools_mutex_);
+    PrivatePool* p = pools_.find(capture_id);
+    if (!p)
+      fail(Status::not_found, describe() + " has no private pool of capture " +
+                                  std::to_string(capture_id) +
+                                  " (it allocated nothing under that capture, or the pool was "
+                                  "released and empty)");
+    if (!p->released) {  // released twice: the first one holds
+      p->released = true;
+      give_back_pool(*p, false);
+    }
+    // Nothing in use and nothing held: the pool goes (its id never captures again).
+    if (p->in_use == 0 && p->reserved == 0) pools_.erase(capture_id);
   }
 
   void release_cached() override { give_back_cached(0); }
@@ -185,14 +230,12 @@ class CachingResource final : public Adaptor, public Caching {
 
  protected:
   void* do_allocate(size_t size, const Stream* stream) override {
+    if (stream_ordered_) {
+      const CaptureInfo c = capture_of(stream);
+      if (c.capturing()) return allocate_captured(size, stream, c);
+    }
     const uint64_t rounded = expandable_ ? round_expandable(size) : round_size(size);
     const uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
-    if (stream_ordered_ && is_capturing(stream))
-      fail(Status::invalid_argument,
-           "the caching adaptor cannot allocate on " + stream->describe() +
-               ": it is capturing a CUDA graph, and a cached block could be handed out again "
-               "before the graph runs; allocate captured memory from the upstream (" +
-               upstream().describe() + ")");
     Shard& s = shards_[thread_shard().index];
     {
       std::lock_guard<Shard> lock(s);
@@ -222,11 +265,18 @@ class CachingResource final : public Adaptor, public Caching {
     if (!stream_ordered_) {
       wait_before_free(device_.get(), stream);
       stream = nullptr;
-    } else if (is_capturing(stream)) {
-      fail(Status::invalid_argument,
-           "the caching adaptor cannot free on " + stream->describe() +
-               ": it is capturing a CUDA graph (the block would be reused before the graph "
-               "runs); nothing was freed");
+    } else {
+      const CaptureInfo c = capture_of(stream);
+      // A block of a capture's pool goes back there, captured or not.
+      if ((c.capturing() || captured_live_.load(std::memory_order_acquire) != 0) &&
+          free_captured(ptr, stream))
+        return;
+      if (c.capturing())
+        fail(Status::invalid_state,
+             "the caching adaptor cannot free on " + stream->describe() +
+                 " while it captures a CUDA graph a block allocated outside that capture (the "
+                 "graph's replays would run after the block was handed out again); free it "
+                 "after the capture ends (nothing was freed)");
     }
     const uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
     deallocate(shards_[thread_shard().index], Block{ptr, rounded, key}, stream);
@@ -495,7 +545,141 @@ class CachingResource final : public Adaptor, public Caching {
     }
   }
 
+  // Whether `stream` captures now, as this adaptor watches captures.
+  CaptureInfo capture_of(const Stream* stream) const {
+    if (!stream) return {};
+    if (libcumem_captures_only_ && !is_capturing(stream)) return {};
+    const CaptureInfo c = capture_info(stream);
+    if (c.status == CaptureStatus::invalidated)
+      fail(Status::invalid_state,
+           "the caching adaptor cannot serve " + stream->describe() +
+               ": its CUDA graph capture was invalidated by an earlier error; end the capture "
+               "(and discard its graph) first");
+    return c;
+  }
+
+  // An allocation on a stream that captures: from the capture's pool, a
+  // block freed in it on the same stream, else new upstream memory.
+  void* allocate_captured(size_t size, const Stream* stream, const CaptureInfo& c) {
+    const uint64_t rounded = round_size(size);
+    const uintptr_t key = stream_key(stream);
+    std::lock_guard<std::mutex> lock(pools_mutex_);
+    PrivatePool& p = pools_.pool(c.id);
+    void* ptr = nullptr;
+    if (is_small(rounded)) {
+      Block b;
+      if (p.small.take_on(rounded, key, b)) {
+        ptr = b.ptr;
+        p.small_free -= rounded;
+      }
+    } else if (const Taken t = p.large.take_on(rounded, key); t.ptr) {
+      ptr = t.ptr;
+    }
+    if (!ptr) {
+      uint64_t got = 0;
+      ptr = allocate_for_pool(rounded, got);
+      if (is_small(rounded)) {
+        ++p.blocks;
+      } else {
+        p.large.add(ptr, got, rounded, key);  // the rest is free on this stream
+      }
+      p.reserved += got;
+    }
+    pools_.handed_out(p, ptr, rounded);
+    captured_live_.store(pools_.live(), std::memory_order_release);
+    return ptr;
+  }
+
+  // Upstream memory for a capture's pool, allocated outside the capture:
+  // on a stream of the cache's own, waited for, in relaxed capture mode
+  // (so that neither the allocation nor the wait joins or breaks the
+  // capture). A large request asks for a whole segment first, else the
+  // rounded size; `got` says which. Under pools_mutex_.
+  void* allocate_for_pool(uint64_t rounded, uint64_t& got) {
+    RelaxedCaptureMode relaxed;
+    if (!pool_stream_) pool_stream_ = Stream::create(device_, true, 0, PriorityMode::clamp);
+    uint64_t segment = is_small(rounded) ? rounded : segment_size(rounded);
+    void* ptr = segment > rounded ? try_upstream(segment, pool_stream_.get(), nullptr) : nullptr;
+    if (!ptr) {
+      std::string refusal;
+      ptr = try_upstream(rounded, pool_stream_.get(), &refusal);
+      if (!ptr)
+        fail(Status::out_of_memory, "the cache asked its upstream for " + describe_bytes(rounded) +
+                                        " for a CUDA graph's private pool and was refused: " +
+                                        refusal);
+      segment = rounded;
+    }
+    pool_stream_->synchronize();
+    count_reserved(segment);
+    got = segment;
+    return ptr;
+  }
+
+  // A free of a block a capture's pool handed out: back to that pool
+  // (freed on `stream`), or, for a released pool, back to the upstream.
+  // False when no pool handed the block out.
+  bool free_captured(void* ptr, const Stream* stream) {
+    std::lock_guard<std::mutex> lock(pools_mutex_);
+    PrivatePool* p = pools_.owner(ptr);
+    if (!p) return false;
+    const uint64_t rounded = pools_.returned(*p, ptr);
+    captured_live_.store(pools_.live(), std::memory_order_release);
+    if (p->released) {
+      // The graph is gone: the memory goes back once the freeing stream's
+      // work is done (a small block is an upstream allocation of its own;
+      // a piece waits for its segment to be free whole).
+      if (is_small(rounded)) {
+        upstream().deallocate_raw(ptr, static_cast<size_t>(rounded), stream);
+        reserved_.fetch_sub(rounded, std::memory_order_relaxed);
+        p->reserved -= rounded;
+        --p->blocks;
+      } else {
+        if (stream) stream->synchronize();
+        p->large.put_back(ptr, kAnyStream);
+        give_back_pool(*p, true);
+      }
+      if (p->in_use == 0 && p->reserved == 0) pools_.erase(p->id);
+      return true;
+    }
+    const uintptr_t key = stream_key(stream);
+    if (is_small(rounded)) {
+      p->small.push(Block{ptr, rounded, key});
+      p->small_free += rounded;
+    } else {
+      p->large.put_back(ptr, key);
+    }
+    return true;
+  }
+
+  // Gives a released pool's free memory back to the upstream, after the
+  // device's work (`waited`: the caller already waited for what it frees).
+  // Under pools_mutex_.
+  void give_back_pool(PrivatePool& p, bool waited) {
+    if (p.free_bytes() == 0) return;
+    if (!waited && device_) device_->synchronize();
+    p.large.forget_streams({});
+    uint64_t cached = p.large.free_bytes();
+    p.large.release_whole(0, cached, [&](void* ptr, uint64_t size) {
+      give_back(ptr, size);
+      p.reserved -= size;
+    });
+    p.small.drain([&](const Block& b) {
+      give_back(b.ptr, b.size);
+      p.reserved -= b.size;
+      --p.blocks;
+    });
+    p.small_free = 0;
+  }
+
   const bool stream_ordered_;
+  const bool libcumem_captures_only_;
+  // The capture pools (under pools_mutex_), a stream of the cache's own for
+  // their upstream allocations, and the count of their blocks in use (read
+  // without the lock by every free: 0 skips the lookup).
+  mutable std::mutex pools_mutex_;
+  CapturePools pools_;
+  Ref<Stream> pool_stream_;
+  std::atomic<size_t> captured_live_{0};
   // Expandable: where the pages come from, and the segments they fill (the
   // same object as central_.segments).
   std::unique_ptr<PageSource> pages_;
@@ -519,7 +703,8 @@ Ref<Resource> create_caching_resource(Ref<Resource> upstream, const CachingOptio
                                       " is not: make the expandable cache over a device resource");
     pages = device_pages(Ref<Device>::share(const_cast<Device*>(device)), options.page_size);
   }
-  return Ref<Resource>::adopt(new CachingResource(std::move(upstream), std::move(pages)));
+  return Ref<Resource>::adopt(new CachingResource(std::move(upstream), std::move(pages),
+                                                  options.libcumem_captures_only));
 }
 
 }  // namespace cumem::core

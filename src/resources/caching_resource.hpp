@@ -19,6 +19,8 @@ struct CachingStatistics {
   uint64_t oom_retries = 0;     // upstream out of memory: cache released, retried
   uint64_t pages_mapped = 0;    // expandable: pages ever mapped
   uint64_t pages_unmapped = 0;  // expandable: pages ever unmapped
+  uint64_t capture_pools = 0;   // private pools of CUDA graph captures
+  uint64_t capture_pool_bytes = 0;  // upstream memory they hold (in bytes_reserved too)
 };
 
 struct CachingOptions {
@@ -26,6 +28,9 @@ struct CachingOptions {
   // on the upstream's device, pages mapped on demand (caching/expandable.hpp).
   bool expandable = false;
   uint64_t page_size = 0;  // expandable: bytes mapped at a time; 0: 20 MiB
+  // Only captures begun through libcumem are seen (no driver call per
+  // allocation and free while none is underway); else every capture is.
+  bool libcumem_captures_only = false;
 };
 
 // The caching adaptor's own calls (the C layer finds them by dynamic_cast).
@@ -38,6 +43,10 @@ class Caching {
   // for the device), then, once its frees ran, asks the upstream to give
   // back what it holds unused (trimmable.hpp: a pool trims to 0).
   virtual void trim(uint64_t keep_bytes) = 0;
+  // The graph(s) of capture `capture_id` are gone: the capture's private
+  // pool gives its memory back (what is free now, after waiting for the
+  // device; the rest as it is freed). not_found: no such pool.
+  virtual void release_capture_pool(uint64_t capture_id) = 0;
 
  protected:
   ~Caching() = default;

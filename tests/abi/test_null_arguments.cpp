@@ -285,11 +285,24 @@ TEST(NullArguments, CachingResourceWithOptions) {
        [&] { return cumem_caching_resource_create_with_options(nullptr, &o, &out); }},
       {"cumem_caching_resource_create_with_options", "out_resource",
        [&] { return cumem_caching_resource_create_with_options(host, &o, nullptr); }},
+      {"cumem_caching_resource_release_capture_pool", "resource",
+       [&] { return cumem_caching_resource_release_capture_pool(nullptr, 1); }},
   });
   EXPECT_EQ(out, nullptr);
   cumem_caching_resource_options_init(nullptr);  // a NULL struct is ignored
   // NULL options are the defaults.
   CUMEM_ASSERT_OK(cumem_caching_resource_create_with_options(host, nullptr, &out));
+  // A capture pool that does not exist, and a resource that is no cache.
+  CUMEM_EXPECT_ERROR(cumem_caching_resource_release_capture_pool(out, 42), CUMEM_ERROR_NOT_FOUND,
+                     "no private pool of capture 42");
+  CUMEM_EXPECT_ERROR(cumem_caching_resource_release_capture_pool(host, 42),
+                     CUMEM_ERROR_NOT_SUPPORTED, "caching");
+  // The reserved field of the options must be 0.
+  cumem_caching_resource_options_t bad = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+  bad.reserved0 = 1;
+  cumem_resource_t* refused = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_caching_resource_create_with_options(host, &bad, &refused),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "options->reserved0");
   cumem_resource_release(out);
   cumem_resource_release(host);
 }

@@ -177,12 +177,19 @@ class CachingOptionsHost(unittest.TestCase):
     def test_expandable_needs_device_memory_and_structs_match_the_header(self):
         import ctypes
         from cumem import _lib
-        self.assertEqual(ctypes.sizeof(_lib.CachingResourceOptions), 16)
+        self.assertEqual(ctypes.sizeof(_lib.CachingResourceOptions), 24)
         self.assertEqual(_lib.CachingResourceOptions.page_size.offset, 8)
-        self.assertEqual(ctypes.sizeof(_lib.CachingStatistics), 80)
+        self.assertEqual(_lib.CachingResourceOptions.libcumem_captures_only.offset, 16)
+        self.assertEqual(ctypes.sizeof(_lib.CachingStatistics), 96)
         host = cumem.Resource.host()
         c = cumem.Resource.caching(host)
         self.assertEqual(c.caching_statistics()["pages_mapped"], 0)
+        self.assertEqual(c.caching_statistics()["capture_pools"], 0)
+        quick = cumem.Resource.caching(host, libcumem_captures_only=True)
+        self.assertEqual(quick.properties()["kind"], c.properties()["kind"])
+        with self.assertRaises(cumem.CumemError) as e:
+            c.release_capture_pool(7)
+        self.assertIn("no private pool of capture 7", e.exception.message)
         with self.assertRaises(cumem.CumemError) as e:
             cumem.Resource.caching(host, expandable=True)
         self.assertEqual(e.exception.status_name, "CUMEM_ERROR_NOT_SUPPORTED")

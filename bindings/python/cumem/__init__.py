@@ -235,14 +235,18 @@ class Resource(_Handle):
         return cls(_out(lib.cumem_managed_resource_create, d.handle, None), (d,))
 
     @classmethod
-    def caching(cls, upstream, expandable=False, page_size=0):
+    def caching(cls, upstream, expandable=False, page_size=0, libcumem_captures_only=False):
         """The caching adaptor over `upstream`. expandable: large blocks are pieces of
         per-stream address ranges with pages mapped on demand (device memory only;
-        page_size 0: 20 MiB), as PyTorch's expandable_segments:True."""
-        if not expandable and not page_size:
+        page_size 0: 20 MiB), as PyTorch's expandable_segments:True.
+        libcumem_captures_only: see only CUDA graph captures begun through
+        libcumem (no driver call per allocation; captures begun by PyTorch or
+        CuPy are then not seen)."""
+        if not expandable and not page_size and not libcumem_captures_only:
             return cls(_out(lib.cumem_caching_resource_create, upstream.handle), (upstream,))
         o = _lib.CachingResourceOptions(ctypes.sizeof(_lib.CachingResourceOptions),
-                                        1 if expandable else 0, int(page_size))
+                                        1 if expandable else 0, int(page_size),
+                                        1 if libcumem_captures_only else 0, 0)
         return cls(_out(lib.cumem_caching_resource_create_with_options, upstream.handle,
                         ctypes.byref(o)), (upstream,))
 
@@ -296,6 +300,11 @@ class Resource(_Handle):
     def release_cached(self):
         """A caching adaptor gives every cached block back to its upstream."""
         _check(lib.cumem_caching_resource_release_cached(self.handle))
+
+    def release_capture_pool(self, capture_id):
+        """The graph(s) of capture `capture_id` are gone: a caching adaptor's
+        private pool of that capture gives its memory back."""
+        _check(lib.cumem_caching_resource_release_capture_pool(self.handle, int(capture_id)))
 
     def trim(self, keep_bytes=0):
         """A caching adaptor gives cached blocks back until at most keep_bytes stay

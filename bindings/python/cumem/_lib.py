@@ -58,12 +58,14 @@ class CachingStatistics(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("reserved0", ctypes.c_uint32)] + [
         (n, ctypes.c_uint64) for n in ("bytes_cached", "bytes_reserved", "peak_bytes_reserved",
                                        "hits", "misses", "stream_reuses", "oom_retries",
-                                       "pages_mapped", "pages_unmapped")]
+                                       "pages_mapped", "pages_unmapped", "capture_pools",
+                                       "capture_pool_bytes")]
 
 
 class CachingResourceOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("expandable", ctypes.c_uint32),
-                ("page_size", ctypes.c_uint64)]
+                ("page_size", ctypes.c_uint64), ("libcumem_captures_only", ctypes.c_uint32),
+                ("reserved0", ctypes.c_uint32)]
 
 
 class ResourceProperties(ctypes.Structure):
@@ -193,6 +195,7 @@ for _name, _res, _args in [
     ("cumem_caching_resource_get_statistics", _S, [V, ctypes.POINTER(CachingStatistics)]),
     ("cumem_caching_resource_release_cached", _S, [V]),
     ("cumem_caching_resource_trim", _S, [V, ctypes.c_uint64]),
+    ("cumem_caching_resource_release_capture_pool", _S, [V, ctypes.c_uint64]),
     ("cumem_caching_resource_create_with_options", _S,
      [V, ctypes.POINTER(CachingResourceOptions), c_void_pp]),
     ("cumem_set_log_callback", _S, [LogCallback, V]),

@@ -83,6 +83,18 @@ struct Bins {
     out = b.pop();
     return true;
   }
+  // A block of `size` freed on `key` or with no pending work (newest
+  // first); false when there is none (a capture's pool reuses only those).
+  bool take_on(uint64_t size, uintptr_t key, Block& out) {
+    Stack& b = classes[small_class(size)];
+    for (size_t i = b.size(); i-- > 0;) {
+      if (b[i].key == key || b[i].key == kAnyStream) {
+        out = b.take_at(i);
+        return true;
+      }
+    }
+    return false;
+  }
   // Calls fn(block) for every block, then empties the bins.
   template <class Fn>
   void drain(Fn&& fn) {

@@ -59,6 +59,20 @@ Taken Segments::take(uint64_t rounded, uintptr_t key) {
   return hand_out(p, rounded);
 }
 
+Taken Segments::take_on(uint64_t rounded, uintptr_t key) {
+  Piece* p = nullptr;
+  for (uintptr_t k : {key, kAnyStream}) {
+    auto it = by_stream_.lower_bound({k, rounded, nullptr, nullptr});
+    if (it != by_stream_.end() && std::get<0>(*it) == k) {
+      p = std::get<3>(*it);
+      break;
+    }
+  }
+  if (!p) return {};
+  erase_free(p);
+  return hand_out(p, rounded);
+}
+
 Piece* Segments::insert_after(Piece* p, char* ptr, uint64_t size) {
   Piece* n = new Piece;
   n->ptr = ptr;

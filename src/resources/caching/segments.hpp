@@ -67,6 +67,10 @@ class Segments {
   // The best-fitting free piece of at least `rounded` bytes: freed on `key`
   // if one fits, else freed on any stream; split to `rounded`.
   Taken take(uint64_t rounded, uintptr_t key);
+  // The same, but only a piece freed on `key` or with no pending work (a
+  // capture's pool: a piece freed on another stream cannot be ordered
+  // inside the capture without an event from outside it).
+  Taken take_on(uint64_t rounded, uintptr_t key);
   // The handed-out piece at `ptr` is free again, freed on `key`, merged with
   // free neighbours freed on the same key or with no pending work (either
   // way the merged piece is ordered after `key`'s work). Throws

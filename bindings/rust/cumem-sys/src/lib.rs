@@ -400,6 +400,10 @@ pub struct cumem_caching_statistics_t {
     pub pages_mapped: u64,
     /// Expandable caches: pages ever unmapped (since 1.1).
     pub pages_unmapped: u64,
+    /// Private pools of CUDA graph captures (since 1.1).
+    pub capture_pools: u64,
+    /// Upstream memory those pools hold (since 1.1).
+    pub capture_pool_bytes: u64,
 }
 impl Default for cumem_caching_statistics_t {
     /// CUMEM_CACHING_STATISTICS_INIT.
@@ -416,6 +420,8 @@ impl Default for cumem_caching_statistics_t {
             oom_retries: 0,
             pages_mapped: 0,
             pages_unmapped: 0,
+            capture_pools: 0,
+            capture_pool_bytes: 0,
         }
     }
 }
@@ -429,11 +435,20 @@ pub struct cumem_caching_resource_options_t {
     pub expandable: cumem_bool_t,
     /// With expandable: bytes mapped at a time; 0: 20 MiB.
     pub page_size: u64,
+    /// See only captures begun through libcumem (no driver call per call).
+    pub libcumem_captures_only: cumem_bool_t,
+    pub reserved0: u32,
 }
 impl Default for cumem_caching_resource_options_t {
     /// CUMEM_CACHING_RESOURCE_OPTIONS_INIT.
     fn default() -> Self {
-        Self { struct_size: struct_size::<Self>(), expandable: CUMEM_FALSE, page_size: 0 }
+        Self {
+            struct_size: struct_size::<Self>(),
+            expandable: CUMEM_FALSE,
+            page_size: 0,
+            libcumem_captures_only: CUMEM_FALSE,
+            reserved0: 0,
+        }
     }
 }
 
@@ -820,6 +835,10 @@ extern "C" {
     ) -> cumem_status_t;
     pub fn cumem_caching_resource_release_cached(resource: *mut cumem_resource_t) -> cumem_status_t;
     pub fn cumem_caching_resource_trim(resource: *mut cumem_resource_t, keep_bytes: u64) -> cumem_status_t;
+    pub fn cumem_caching_resource_release_capture_pool(
+        resource: *mut cumem_resource_t,
+        capture_id: u64,
+    ) -> cumem_status_t;
     pub fn cumem_caching_resource_options_init(options: *mut cumem_caching_resource_options_t);
     pub fn cumem_caching_resource_create_with_options(
         upstream: *mut cumem_resource_t,

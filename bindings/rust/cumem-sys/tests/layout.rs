@@ -91,10 +91,12 @@ fn layouts() -> Vec<Layout> {
             bytes_reserved => bytes_reserved, peak_bytes_reserved => peak_bytes_reserved,
             hits => hits, misses => misses, stream_reuses => stream_reuses,
             oom_retries => oom_retries, pages_mapped => pages_mapped,
-            pages_unmapped => pages_unmapped,
+            pages_unmapped => pages_unmapped, capture_pools => capture_pools,
+            capture_pool_bytes => capture_pool_bytes,
         }),
         layout!(cumem_caching_resource_options_t {
             struct_size => struct_size, expandable => expandable, page_size => page_size,
+            libcumem_captures_only => libcumem_captures_only, reserved0 => reserved0,
         }),
         layout!(cumem_resource_callbacks_t {
             struct_size => struct_size, memory_kind => memory_kind, allocate => allocate,

@@ -387,6 +387,13 @@ impl Resource {
         check(unsafe { sys::cumem_caching_resource_trim(self.raw.as_ptr(), keep_bytes) })
     }
 
+    /// The graph(s) of capture `capture_id` are gone: a caching adaptor's
+    /// private pool of that capture gives its memory back.
+    pub fn release_capture_pool(&self, capture_id: u64) -> Result<()> {
+        // SAFETY: live resource.
+        check(unsafe { sys::cumem_caching_resource_release_capture_pool(self.raw.as_ptr(), capture_id) })
+    }
+
     /// The caching adaptor over `upstream` with options
     /// (cumem_caching_resource_create_with_options), e.g. expandable
     /// segments: `cumem_caching_resource_options_t { expandable: CUMEM_TRUE,
