@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The GPU machine's checks, in phases that each fit one call of at most ten
+# minutes (the GPU machine is lent in short calls: see the README's Tests).
+# Each phase writes its logs under $OUT (or ./gpu-logs) and ends with a
+# short summary, which is what a call's reply shows.
+#
+#   tools/gpu_check.sh tests      the README's test command: every suite
+#                                 (gpu, host, python, examples), then the
+#                                 failing tests' logs
+#   tools/gpu_check.sh sanitize   compute-sanitizer memcheck over the IPC,
+#                                 framework, caching and graph programs
+#   tools/gpu_check.sh bench      the benchmark programs (a release build)
+#   tools/gpu_check.sh workloads  the PyTorch memory workloads of bench/python
+#                                 (one process per allocator)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+phase=${1:-tests}
+out=${OUT:-gpu-logs}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+python=/opt/torch/.venv/bin/python3
+[ -x "$python" ] || python=python3
+
+case "$phase" in
+  tests)
+    tools/build.sh >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+    meson test -C build --print-errorlogs --num-processes 8 >"$out/test.log" 2>&1
+    status=$?
+    cp build/meson-logs/testlog.txt "$out/testlog.txt"
+    grep -E "^ *[0-9]+/[0-9]+ .*(FAIL|ERROR|TIMEOUT)|^(Ok|Fail|Skipped|Timeout):" "$out/test.log"
+    exit $status
+    ;;
+  sanitize)
+    [ -f build/build.ninja ] || tools/build.sh >"$out/build.log" 2>&1
+    tools/gpu_sanitize.py build memcheck "$out/sanitize" --only ipc_gpu framework_gpu \
+      framework_stream_lifetime_gpu resource_caching_gpu graph_gpu 2>&1 | tee "$out/sanitize.txt"
+    ;;
+  bench)
+    [ -f build-rel/build.ninja ] ||
+      meson setup build-rel --buildtype=release -Dtests=disabled -Dexamples=disabled >"$out/setup.log" 2>&1
+    meson compile -C build-rel >"$out/build-rel.log" 2>&1 || { tail -40 "$out/build-rel.log"; exit 1; }
+    for b in bench_capture bench_batches bench_virtual bench_expandable; do
+      [ -x "build-rel/bench/$b" ] || continue
+      timeout 120 "build-rel/bench/$b" >"$out/$b.txt" 2>&1
+      echo "== $b (exit $?)"; tail -25 "$out/$b.txt"
+    done
+    timeout 60 build-rel/bench/bench_memory --benchmark_filter='getters|caching_raw|caching_buffer' \
+      >"$out/bench_memory.txt" 2>&1
+    if [ -x build-rel/bench/bench_peers ]; then
+      timeout 240 build-rel/bench/bench_peers >"$out/bench_peers.txt" 2>&1
+      echo "== bench_peers (exit $?)"; tail -40 "$out/bench_peers.txt"
+    fi
+    ;;
+  workloads)
+    [ -f build/build.ninja ] || tools/build.sh >"$out/build.log" 2>&1
+    export CUMEM_LIBRARY=build/libcumem.so.1 PYTHONPATH=bindings/python:bench/python
+    for w in bench_fragmentation bench_train_mlp bench_random_trace bench_train_gpt2 \
+             bench_train_resnet50; do
+      timeout 150 "$python" "bench/python/$w.py" >"$out/$w.txt" 2>&1
+      echo "== $w (exit $?)"; tail -12 "$out/$w.txt"
+    done
+    ;;
+  *)
+    echo "usage: tools/gpu_check.sh tests|sanitize|bench|workloads" >&2
+    exit 2
+    ;;
+esac
