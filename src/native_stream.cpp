@@ -1,5 +1,6 @@
 #include "native_stream.hpp"
 
+#include "capture.hpp"
 #include "driver/driver.hpp"
 #include "error.hpp"
 
@@ -40,6 +41,16 @@ Ref<Device> device_of(CUstream native) {
   if (native == CU_STREAM_PER_THREAD)
     fail(Status::invalid_argument,
          "CU_STREAM_PER_THREAD names no device; this resource has none either");
+  // The driver refuses cuStreamGetDevice on a capturing stream, and the
+  // refusal would invalidate the capture: refused here first.
+  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (CUMEM_CU_QUIET(cuStreamIsCapturing, (native, &capturing)) == CUDA_SUCCESS &&
+      capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+    fail(Status::invalid_state,
+         "this resource has no device, and the device of a capturing native stream cannot be "
+         "asked without invalidating its capture; use a resource of the stream's device "
+         "(nothing was done)");
+  RelaxedCaptureMode relaxed;
   CUdevice dev = 0;
   CUMEM_CU(cuStreamGetDevice, (native, &dev), "finding the device of a native stream");
   const int count = Device::count();

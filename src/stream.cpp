@@ -83,6 +83,20 @@ Ref<Stream> Stream::create(Ref<Device> device, bool nonblocking, int priority,
   return stream;
 }
 
+namespace {
+
+// Whether the foreign stream `native` captures now (asked in the context of
+// `device`); false when the driver cannot say, so that the caller's next
+// call reports what is wrong.
+bool captures_now(const Device& device, CUstream native) {
+  ScopedContext scope(device);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (CUMEM_CU_QUIET(cuStreamIsCapturing, (native, &status)) != CUDA_SUCCESS) return false;
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+}  // namespace
+
 Ref<Stream> Stream::wrap(Ref<Device> device, CUstream native) {
   if (!native)
     fail(Status::invalid_argument,
@@ -93,9 +107,15 @@ Ref<Stream> Stream::wrap(Ref<Device> device, CUstream native) {
     if (&owner->device() != device.get())
       fail(Status::wrong_device, "the stream to wrap belongs to " + owner->device().describe() +
                                      ", not to " + device->describe());
-  } else if (driver::get().cuStreamGetDevice_fn) {
+  } else if (driver::get().cuStreamGetDevice_fn && !captures_now(*device, native)) {
+    // The device check asks the driver, which refuses cuStreamGetDevice on
+    // a capturing stream (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, seen on
+    // 580.159) and so would invalidate the capture: a capturing stream is
+    // taken as the caller's device says (frameworks wrap their streams
+    // while they capture).
     CUdevice dev = 0;
     ScopedContext scope(*device);
+    RelaxedCaptureMode relaxed;
     CUMEM_CU(cuStreamGetDevice, (native, &dev), "finding the device of a foreign stream");
     if (dev != device->native())
       fail(Status::wrong_device, "the stream to wrap belongs to CUdevice " +

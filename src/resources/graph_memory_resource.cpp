@@ -90,6 +90,7 @@ class GraphMemoryResource final : public Resource, public GraphMemory {
 
   void do_deallocate(void* ptr, size_t size, const Stream* stream) override {
     ScopedContext scope(stream ? stream->device() : *device_);
+    RelaxedCaptureMode relaxed;  // a free outside graphs leaves other captures valid
     CUMEM_CU(cuMemFreeAsync, (reinterpret_cast<CUdeviceptr>(ptr), native_or_legacy(stream)),
              "freeing " + describe_bytes(size) + " of graph memory");
   }

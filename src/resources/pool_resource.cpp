@@ -92,6 +92,9 @@ void* PoolResource::do_allocate(size_t size, const Stream* stream) {
                                     " more, and " + describe_bytes(size) + " were asked for");
   try {
     ScopedContext scope(context_device(stream));
+    // Relaxed: on a stream that does not capture, another thread's global
+    // capture is not invalidated (the driver counts pool calls as unsafe).
+    RelaxedCaptureMode relaxed;
     CUdeviceptr ptr = 0;
     const CUresult r =
         CUMEM_CU_RESULT(cuMemAllocFromPoolAsync, (&ptr, size, pool_, native_or_legacy(stream)));
@@ -107,6 +110,7 @@ void* PoolResource::do_allocate(size_t size, const Stream* stream) {
 
 void PoolResource::do_deallocate(void* ptr, size_t size, const Stream* stream) {
   ScopedContext scope(context_device(stream));
+  RelaxedCaptureMode relaxed;  // as in do_allocate
   // No capture query on the way (a pool's free under capture is a graph
   // free node); only a failure asks, to say why.
   const CUresult r =

@@ -4,6 +4,7 @@
 // against what the driver says.
 #include <unistd.h>
 
+#include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "../ipc/virtual_handle.hpp"
@@ -73,6 +74,7 @@ Ref<VirtualIpcHandle> VirtualResource::get_virtual_ipc_handle(void* ptr, size_t 
   d.handle_types = static_cast<uint32_t>(spec_->prop().requestedHandleTypes);
   d.granularity = spec_->granularity();
   ScopedContext scope(*device_);
+  RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   ExportedFds fds;
   for (const vmm::ChunkInfo& c : a.range->chunks()) {
     d.chunks.push_back({c.offset, c.size});
@@ -90,6 +92,7 @@ Ref<Resource> VirtualResource::import(Ref<Device> device, const VirtualIpcHandle
     fail(Status::wrong_device, "cannot import " + core::describe(d) + " on " + device->describe() +
                                    ": the memory lives on another device (its UUID differs)");
   ScopedContext scope(*device);
+  RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   // Each fd must be a chunk the driver imports, whose properties are what
   // the descriptor says; the importing spec comes from the first chunk.
   std::shared_ptr<const vmm::Spec> spec;
@@ -116,8 +119,10 @@ Ref<Resource> VirtualResource::import(Ref<Device> device, const VirtualIpcHandle
       refuse(d, i, "lives on host NUMA node " + std::to_string(prop.location.id) +
                        " by the driver's account, not the descriptor's " +
                        std::to_string(d.location_id));
-    if (!(prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
-      refuse(d, i, "was not made shareable as a POSIX fd, by the driver's account");
+    // The driver reports no handle types for an imported chunk (seen on
+    // 580.159); that it imported the fd as memory is the proof. The
+    // importer's view says POSIX fd, as it came.
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     if (!spec) {
       // The importer's view: its own device ordinal for device memory.
       if (type == LocationType::device) prop.location.id = device->ordinal();

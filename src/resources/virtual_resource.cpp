@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "../log.hpp"
@@ -43,6 +44,7 @@ uint64_t capacity_of(const vmm::Spec& spec) {
   if (!spec.is_host_memory()) {
     size_t total = 0;
     ScopedContext scope(spec.device());
+    RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
     CUMEM_CU(cuDeviceTotalMem, (&total, spec.device().native()),
              "reading the memory size of " + spec.device().describe());
     return total;

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "../log.hpp"
@@ -23,6 +24,7 @@ class CleanupContext {
 
  private:
   std::optional<ScopedContext> scope_;
+  RelaxedCaptureMode relaxed_;  // never invalidates another thread's capture
 };
 
 bool is_power_of_two(size_t v) { return v != 0 && (v & (v - 1)) == 0; }
@@ -86,6 +88,7 @@ std::unique_ptr<Range> Range::reserve(std::shared_ptr<const Spec> spec, size_t s
                                        ") must be 0 or a power of two");
   range->check_multiple(static_cast<size_t>(hint), "the address hint of a range");
   ScopedContext scope(range->spec_->device());
+  RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   range->reservations_.push_back(std::shared_ptr<Reservation>(Reservation::reserve(
       size, alignment > g ? alignment : g, hint, range->spec_->describe().c_str())));
   range->reserved_ = size;
@@ -160,6 +163,7 @@ void Range::map(size_t offset, size_t bytes, size_t chunk_size) {
   if (chunk_size == 0) fail(Status::invalid_argument, "a chunk size of 0 bytes");
   check_multiple(chunk_size, "the chunk size");
   ScopedContext scope(spec_->device());
+  RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   // Built apart and merged at the end (std::map::merge moves nodes and
   // allocates nothing), so a throw anywhere leaves the range as it was and
   // `made` unmaps and releases what this call created.
@@ -184,6 +188,7 @@ void Range::map_chunk(size_t offset, std::shared_ptr<Chunk> chunk) {
     fail(Status::invalid_argument, "a chunk mapped at " + span(offset, bytes) +
                                        " would straddle two reservations of the range");
   ScopedContext scope(spec_->device());
+  RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   std::unique_ptr<Mapping> m = map_with_access(offset, std::move(chunk));
   mappings_.emplace(offset, std::move(m));
   mapped_ += bytes;
@@ -280,6 +285,7 @@ void Range::set_access(Location location, Access access) {
   const Access previous = this->access(location);
   if (previous != access && !mappings_.empty()) {
     ScopedContext scope(spec_->device());
+    RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
     CUmemAccessDesc d{};
     d.location = to_cu(location);
     d.flags = flags_of(access);
@@ -316,6 +322,7 @@ bool Range::try_extend(size_t bytes) {
   if (bytes == 0) fail(Status::invalid_argument, "cannot extend a range by 0 bytes");
   check_multiple(bytes, "the extension of a range");
   ScopedContext scope(spec_->device());
+  RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   std::unique_ptr<Reservation> r =
       Reservation::reserve_at(address() + reserved_, bytes, granularity());
   if (!r) return false;

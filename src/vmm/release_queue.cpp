@@ -1,5 +1,6 @@
 #include "release_queue.hpp"
 
+#include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "../log.hpp"
@@ -33,6 +34,7 @@ CUevent ReleaseQueue::order_after(const Stream* stream) {
 void ReleaseQueue::retire(std::unique_ptr<Range>& range, const Stream* stream, size_t releases) {
   if (!range) return;
   ScopedContext scope(stream ? stream->device() : *device_);
+  RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   Item& item = items_.emplace_back();  // before any ordering: nothing left to throw after it
   try {
     item.event = order_after(stream);
@@ -52,6 +54,7 @@ void ReleaseQueue::retire(std::unique_ptr<Range>& range, const Stream* stream, s
 void ReleaseQueue::retire(Mappings& mappings, const Range* origin, const Stream* stream) {
   if (mappings.empty()) return;
   ScopedContext scope(stream ? stream->device() : *device_);
+  RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   Item& item = items_.emplace_back();
   try {
     item.event = order_after(stream);
@@ -83,6 +86,7 @@ void ReleaseQueue::reclaim() noexcept {
   if (items_.empty()) return;
   try {
     ScopedContext scope(*device_);
+    RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
     for (auto it = items_.begin(); it != items_.end();) {
       const CUresult r = CUMEM_CU_QUIET(cuEventQuery, (it->event));
       if (r == CUDA_ERROR_NOT_READY) {
@@ -101,6 +105,7 @@ void ReleaseQueue::wait_all() noexcept {
   if (items_.empty()) return;
   try {
     ScopedContext scope(*device_);
+    RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
     for (Item& item : items_) {
       if (item.event)
         CUMEM_CU_CLEANUP(cuEventSynchronize, (item.event),
@@ -116,6 +121,7 @@ void ReleaseQueue::wait_all() noexcept {
 void ReleaseQueue::wait_for(const Range* origin) noexcept {
   try {
     ScopedContext scope(*device_);
+    RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
     for (auto it = items_.begin(); it != items_.end();) {
       if (it->origin != origin || it->range) {
         ++it;

@@ -1,5 +1,6 @@
 #include "spec.hpp"
 
+#include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 
@@ -74,6 +75,7 @@ std::shared_ptr<const Spec> Spec::create(Ref<Device> device, const SpecOptions& 
                                        " include unknown bits (POSIX fd is 1, FABRIC 8)");
 
   ScopedContext scope(d);
+  RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   require(d, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
           "does not support virtual memory management (cuMemCreate, cuMemMap)");
   if (where.type == LocationType::host)
@@ -120,6 +122,7 @@ std::shared_ptr<const Spec> Spec::from_properties(Ref<Device> device,
   o.gpu_direct_rdma = prop.allocFlags.gpuDirectRDMACapable != 0;
   o.granularity = Granularity::minimum;
   ScopedContext scope(*device);
+  RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   const size_t granularity = read_granularity(prop, o.granularity, "imported memory");
   return std::shared_ptr<const Spec>(new Spec(std::move(device), o, prop, granularity));
 }

@@ -16,6 +16,10 @@
 //  - using the legacy default stream while a blocking stream captures is
 //    CUDA_ERROR_STREAM_CAPTURE_IMPLICIT and invalidates (except the
 //    cuStreamIsCapturing question, which only answers);
+//  - stream-ordered allocations and frees on a stream that does not capture
+//    count as potentially unsafe (seen on 580.159: another thread's global
+//    capture is invalidated by them), and cuStreamGetDevice on a capturing
+//    stream is refused and invalidates the capture;
 //  - stream-ordered allocations on a capturing stream become graph
 //    allocations; a graph may free only graph memory (else
 //    CUDA_ERROR_INVALID_VALUE, and the capture is invalidated);
@@ -112,9 +116,13 @@ void invalidate(const std::shared_ptr<Capture>& c) {
 }
 
 // The rule for potentially unsafe calls (cuThreadExchangeStreamCaptureMode).
+CUresult forbidden_here();
 CUresult unsafe_call(const char* name) {
   std::lock_guard<std::recursive_mutex> lock(mutex);
   ++calls[name];
+  return forbidden_here();
+}
+CUresult forbidden_here() {
   if (thread_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
   std::vector<std::shared_ptr<Capture>> forbidding;
   for (const auto& c : captures) {
@@ -283,7 +291,16 @@ CUresult CUDAAPI fake_cuStreamGetPriority(CUstream, int* p) {
   *p = 0;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI fake_cuStreamGetDevice(CUstream, CUdevice* d) {
+// As the real driver (580.159): refused on a capturing stream, and the
+// refusal invalidates the capture.
+CUresult CUDAAPI fake_cuStreamGetDevice(CUstream s, CUdevice* d) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  ++calls["cuStreamGetDevice"];
+  FakeStream* fs = stream_of(s);
+  if (fs && fs->capture) {
+    invalidate(fs->capture);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   *d = 0;
   return CUDA_SUCCESS;
 }
@@ -472,6 +489,10 @@ CUresult alloc_async(const char* name, CUdeviceptr* p, size_t n, CUstream s) {
   CUresult refused = CUDA_SUCCESS;
   std::shared_ptr<Capture> c = capture_of(s, &refused);
   if (refused != CUDA_SUCCESS) return refused;
+  // Outside a capture, a pool call is potentially unsafe (the real driver
+  // refuses it during another thread's global capture, and invalidates it).
+  if (!c)
+    if (CUresult r = forbidden_here()) return r;
   void* mem = std::calloc(1, n);
   if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
   if (c) {
@@ -497,6 +518,8 @@ CUresult CUDAAPI fake_cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   CUresult refused = CUDA_SUCCESS;
   std::shared_ptr<Capture> c = capture_of(s, &refused);
   if (refused != CUDA_SUCCESS) return refused;
+  if (!c)
+    if (CUresult r = forbidden_here()) return r;
   const bool graph_memory = graph_allocations.count(mem) != 0;
   if (c && !graph_memory) {  // a graph frees only graph memory
     invalidate(c);

@@ -441,7 +441,9 @@ CUresult CUDAAPI fake_cuMemImportFromShareableHandle(CUmemGenericAllocationHandl
   c.prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   c.prop.location.type = static_cast<CUmemLocationType>(location_type);
   c.prop.location.id = location_id;
-  c.prop.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(handle_types);
+  // As the real driver (580.159): an imported chunk reports no handle types.
+  (void)handle_types;
+  c.prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
   const CUmemGenericAllocationHandle h = s.next_handle++;
   s.chunks[h] = c;
   ++s.counts.creates;

@@ -34,6 +34,8 @@ struct Fake {
   CUresult (*exchange_mode)(CUstreamCaptureMode*) = nullptr;
   CUresult (*mem_free)(CUdeviceptr) = nullptr;
   CUresult (*graph_destroy)(CUgraph) = nullptr;
+  CUresult (*stream_create)(CUstream*, unsigned int, int) = nullptr;
+  CUresult (*stream_destroy)(CUstream) = nullptr;
 
   template <class Fn>
   void entry(const char* name, Fn& fn) {
@@ -61,6 +63,8 @@ struct Fake {
       x.entry("cuThreadExchangeStreamCaptureMode", x.exchange_mode);
       x.entry("cuMemFree", x.mem_free);
       x.entry("cuGraphDestroy", x.graph_destroy);
+      x.entry("cuStreamCreateWithPriority", x.stream_create);
+      x.entry("cuStreamDestroy", x.stream_destroy);
       return x;
     }();
     return f;
@@ -632,6 +636,36 @@ TEST_F(Capture, FrameworkFreesOfOutsideMemoryWaitForTheCaptureToEnd) {
   EXPECT_EQ(statistics_of(r).live_allocations, live - 1);
   cumem_graph_release(graph);
   cumem_resource_release(r);
+}
+
+// A framework's own stream (not libcumem's), wrapped while it captures:
+// the driver refuses cuStreamGetDevice on a capturing stream and the
+// refusal invalidates the capture (seen on the H200 with PyTorch and CuPy),
+// so neither the framework entry points nor cumem_stream_wrap ask it then.
+TEST_F(Capture, AForeignStreamWrappedWhileItCapturesKeepsItsCaptureValid) {
+  ASSERT_NE(fake.stream_create, nullptr);
+  CUstream foreign = nullptr;
+  ASSERT_EQ(fake.stream_create(&foreign, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+  ASSERT_EQ(fake.begin_capture(foreign, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  fake.reset_calls();
+  void* inside = cumem_torch_alloc(4096, 0, foreign);
+  ASSERT_NE(inside, nullptr) << cumem_last_error_message();
+  cumem_stream_t* wrapped = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_wrap(device, foreign, &wrapped));
+  EXPECT_EQ(info_of(wrapped).status, CUMEM_CAPTURE_STATUS_ACTIVE);
+  cumem_torch_free(inside, 4096, 0, foreign);
+  EXPECT_EQ(fake.calls("cuStreamGetDevice"), 0);
+  EXPECT_TRUE(no_invalidation());
+  CUgraph graph = nullptr;
+  ASSERT_EQ(fake.end_capture(foreign, &graph), CUDA_SUCCESS);
+  fake.graph_destroy(graph);
+  // Not capturing, the device is checked again.
+  cumem_stream_t* again = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_wrap(device, foreign, &again));
+  EXPECT_EQ(fake.calls("cuStreamGetDevice"), 1);
+  cumem_stream_release(again);
+  cumem_stream_release(wrapped);
+  fake.stream_destroy(foreign);
 }
 
 }  // namespace

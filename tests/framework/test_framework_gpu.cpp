@@ -207,28 +207,4 @@ TEST_F(FrameworkGpu, NativeStreamRawPair) {
   cumem_resource_release(r);
 }
 
-// CUMEM_FRAMEWORK_RESOURCE=expandable: the default resource is the caching
-// adaptor with expandable segments over the device's pool (issue 18).
-TEST_F(FrameworkGpu, TheExpandableDefaultMapsPagesForLargeBlocks) {
-  setenv("CUMEM_FRAMEWORK_RESOURCE", "expandable", 1);
-  cumem_framework_set_resource(0, nullptr);  // the default is made again on first use
-  cumem_resource_t* r = nullptr;
-  CUMEM_ASSERT_OK(cumem_framework_get_resource(0, &r));
-  cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
-  CUMEM_ASSERT_OK(cumem_resource_get_properties(r, &p));
-  EXPECT_EQ(p.kind, CUMEM_RESOURCE_CACHING);
-  void* a = cumem_torch_alloc(30u << 20, 0, n1);
-  ASSERT_NE(a, nullptr) << cumem_last_error_message();
-  cumem_caching_statistics_t c = CUMEM_CACHING_STATISTICS_INIT;
-  CUMEM_ASSERT_OK(cumem_caching_resource_get_statistics(r, &c));
-  EXPECT_GE(c.pages_mapped, 2u) << "30 MiB on pages of 20 MiB";
-  cumem_torch_free(a, 30u << 20, 0, n1);
-  cumem_resource_release(r);
-  setenv("CUMEM_FRAMEWORK_RESOURCE", "pool", 1);
-  cumem_framework_set_resource(0, nullptr);
-  CUMEM_EXPECT_ERROR(cumem_framework_get_resource(0, &r), CUMEM_ERROR_INVALID_ARGUMENT,
-                     "'device', 'caching', 'expandable' or unset");
-  unsetenv("CUMEM_FRAMEWORK_RESOURCE");
-}
-
 }  // namespace

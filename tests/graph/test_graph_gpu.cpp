@@ -80,6 +80,14 @@ class GraphGpu : public GpuTest {
     CUMEM_ASSERT_OK(cumem_graph_memory_resource_create(device, &graph_memory));
   }
   void TearDown() override {
+    // A test that failed mid-capture must not leave its capture running
+    // (every later test would then see it): ended, its graph discarded.
+    if (stream && info_of(stream).status != CUMEM_CAPTURE_STATUS_NONE) {
+      ADD_FAILURE() << "the test left its stream capturing";
+      cumem_graph_t* left = nullptr;
+      cumem_stream_end_capture_graph(stream, nullptr, &left);
+      cumem_graph_release(left);
+    }
     if (stream) cumem_stream_synchronize(stream);
     cumem_resource_release(graph_memory);
     cumem_resource_release(host);

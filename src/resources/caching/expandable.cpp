@@ -159,9 +159,11 @@ uint64_t ExpandableSegments::unmap_free(uint64_t keep, uint64_t& cached) {
   std::vector<Span> spans;
   for (const auto& [size, ptr, p] : by_size_) {
     if (!p->segment) continue;
+    // The first and the last page boundary inside the piece, as range
+    // offsets: a piece within one page has none (first > last).
     const uint64_t at = offset_of(p);
-    const uint64_t lo = round_up(at, page) - at, hi = round_down(at + p->size, page) - at;
-    if (hi > lo) spans.push_back({hi - lo, p->ptr, p, lo, hi});
+    const uint64_t first = round_up(at, page), last = round_down(at + p->size, page);
+    if (last > first) spans.push_back({last - first, p->ptr, p, first - at, last - at});
   }
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.ptr < b.ptr;

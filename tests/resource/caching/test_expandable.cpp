@@ -216,6 +216,30 @@ TEST_F(Expandable, TrimmingUnmapsWholeFreePagesLargestFirstAndFreesEmptyRanges) 
   EXPECT_EQ(segments.piece_count(), 0u);
 }
 
+// A free piece inside one page holds no whole page: a trim leaves it
+// mapped (found on the H200: the span's end was taken below its start).
+TEST_F(Expandable, AFreePieceInsideOnePageIsLeftMapped) {
+  void* a = allocate(25 * MiB);  // 0..25 on pages 0..40
+  void* b = allocate(10 * MiB);  // 25..35
+  void* c = allocate(5 * MiB);   // 35..40
+  ASSERT_EQ(b, at(1, 25));
+  ASSERT_EQ(c, at(1, 35));
+  calls.take();
+  segments.put_back(b, 1);
+  segments.forget_streams({});
+  uint64_t cached = segments.free_bytes();
+  ASSERT_EQ(cached, 10 * MiB);
+  EXPECT_EQ(segments.unmap_free(0, cached), 0u);
+  EXPECT_EQ(calls.take(), "") << "no page lies wholly inside 25..35";
+  EXPECT_EQ(cached, 10 * MiB);
+  EXPECT_EQ(segments.mapped_bytes(), 40 * MiB);
+  segments.put_back(a, 1);
+  segments.put_back(c, 1);
+  segments.forget_streams({});
+  cached = segments.free_bytes();
+  EXPECT_EQ(segments.unmap_free(0, cached), 40 * MiB) << "merged, the pages go";
+}
+
 TEST_F(Expandable, TrimmingStopsAtWhatItIsAskedToKeep) {
   void* a = allocate(40 * MiB);
   void* b = allocate(20 * MiB);
