@@ -1,6 +1,7 @@
 #include "resource.hpp"
 
 #include "../error.hpp"
+#include "../snapshot/history.hpp"
 
 namespace cumem::core {
 
@@ -9,6 +10,11 @@ static_assert(alignof(Statistics) <= slab::kAlignment, "a resource must fit a sl
 
 void* Resource::allocate_raw(size_t size, const Stream* stream) {
   if (size == 0) return nullptr;
+  if (__builtin_expect(history::on(), 0)) return allocate_recorded(size, stream);
+  return allocate_counted(size, stream);
+}
+
+void* Resource::allocate_counted(size_t size, const Stream* stream) {
   void* ptr = nullptr;
   try {
     ptr = do_allocate(size, stream);
@@ -32,6 +38,11 @@ void Resource::deallocate_raw(void* ptr, size_t size, const Stream* stream) {
                                          " (only size 0 goes with NULL)");
     return;
   }
+  if (__builtin_expect(history::on(), 0)) return deallocate_recorded(ptr, size, stream);
+  deallocate_counted(ptr, size, stream);
+}
+
+void Resource::deallocate_counted(void* ptr, size_t size, const Stream* stream) {
   if (!statistics_.count_deallocation(size))
     fail(Status::invalid_argument,
          "cannot free " + describe_bytes(size) + " to " + describe() +
@@ -42,6 +53,41 @@ void Resource::deallocate_raw(void* ptr, size_t size, const Stream* stream) {
     do_deallocate(ptr, size, stream);
   } catch (...) {
     statistics_.undo_deallocation(size);
+    throw;
+  }
+}
+
+void* Resource::allocate_recorded(size_t size, const Stream* stream) {
+  history::CallScope scope;
+  const uint64_t on = history::stream_value(stream);
+  try {
+    void* ptr = allocate_counted(size, stream);
+    history::record_allocate(id_, ptr, size, on);
+    return ptr;
+  } catch (const Error& e) {
+    if (e.status() == Status::out_of_memory) {
+      // PyTorch's "oom" event says how much the device has free.
+      uint64_t free_bytes = 0, total = 0;
+      try {
+        if (device_) device_->memory_info(free_bytes, total);
+      } catch (...) {
+      }
+      history::record(history::Action::out_of_memory, id_, nullptr, size, on, free_bytes);
+    }
+    throw;
+  }
+}
+
+void Resource::deallocate_recorded(void* ptr, size_t size, const Stream* stream) {
+  history::CallScope scope;
+  // Recorded before the free: once freed, another thread may be handed
+  // the same address and record it before this call could.
+  const history::Forgotten forgotten =
+      history::record_free(id_, ptr, size, history::stream_value(stream));
+  try {
+    deallocate_counted(ptr, size, stream);
+  } catch (...) {
+    history::restore(id_, ptr, forgotten);  // refused: the allocation is still live
     throw;
   }
 }

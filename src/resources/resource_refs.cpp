@@ -22,6 +22,8 @@
 // count: no reference is lost or counted twice.
 #include "resource.hpp"
 
+#include "../snapshot/registry.hpp"
+
 namespace cumem::core {
 namespace {
 
@@ -33,9 +35,14 @@ constexpr int64_t kMarks = kNotYet | kClosed;
 }  // namespace
 
 Resource::Resource(Ref<Device> device, const ResourceProperties& properties)
-    : Object(Tag::resource), device_(std::move(device)), properties_(properties) {
+    : Object(Tag::resource),
+      device_(std::move(device)),
+      properties_(properties),
+      id_(snapshot::register_resource(this)) {
   for (Credit& c : credits_) c.refs.store(kNotYet, std::memory_order_relaxed);
 }
+
+Resource::~Resource() { snapshot::unregister_resource(id_); }
 
 void Resource::retain() const noexcept {
   std::atomic<int64_t>& c = credits_[thread_shard().index].refs;
