@@ -34,7 +34,8 @@ const char* const kReplayUsage =
     "\n"
     "  -r, --resource STACK  a resource, or adaptors over one, top first, joined by ':':\n"
     "                          host, device, pinned, managed, legacy_device  (a resource)\n"
-    "                          caching:STACK, expandable:STACK (device memory)  (adaptors)\n"
+    "                          caching:STACK, expandable:STACK (device memory),\n"
+    "                          limit=BYTES:STACK (at most BYTES in use; K, M, G: KiB, MiB, GiB)\n"
     "                        given several times, each is replayed; default: host and\n"
     "                        caching:host without a GPU, device and caching:device with one\n"
     "  --device N            the device of the device kinds (default 0)\n"
@@ -158,14 +159,40 @@ cumem_device_t* device_of(Stack& s, int ordinal) {
   return s.device;
 }
 
+// "64M", "1G", "4096": bytes, with K, M, G for KiB, MiB, GiB.
+uint64_t parse_bytes(const std::string& text, const std::string& spec) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  uint64_t scale = 1;
+  if (end && *end) {
+    const std::string unit = end;
+    if (unit == "K") scale = uint64_t{1} << 10;
+    else if (unit == "M") scale = uint64_t{1} << 20;
+    else if (unit == "G") scale = uint64_t{1} << 30;
+    else scale = 0;
+  }
+  if (text.empty() || end == text.c_str() || scale == 0)
+    throw UsageError("'limit=" + text + "' in stack '" + spec + "' is not a byte count (such as 64M)");
+  return v * scale;
+}
+
 void make_layers(Stack& s, const std::string& spec, int ordinal) {
   const size_t colon = spec.find(':');
   const std::string head = spec.substr(0, colon);
   cumem_resource_t* r = nullptr;
   if (colon != std::string::npos) {
     const std::string rest = spec.substr(colon + 1);
+    if (head.rfind("limit=", 0) == 0) {
+      const uint64_t bytes = parse_bytes(head.substr(6), s.spec);
+      make_layers(s, rest, ordinal);
+      if (cumem_limit_resource_create(s.layers.front(), bytes, &r) != CUMEM_SUCCESS)
+        cumem_failed("making " + head + " over '" + rest + "'");
+      s.layers.insert(s.layers.begin(), r);
+      return;
+    }
     if (head != "caching" && head != "expandable")
-      throw UsageError("'" + head + "' in stack '" + s.spec + "' is not an adaptor (caching, expandable)");
+      throw UsageError("'" + head + "' in stack '" + s.spec +
+                       "' is not an adaptor (caching, expandable, limit=BYTES)");
     make_layers(s, rest, ordinal);
     cumem_caching_resource_options_t o = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
     o.expandable = head == "expandable" ? CUMEM_TRUE : CUMEM_FALSE;
