@@ -3,6 +3,7 @@
 // attributes, its allocations from the history (each its own segment),
 // the cache's segments over it listed once, trims, and the device's free
 // memory in an out-of-memory event.
+#include <cuda.h>
 #include <cumem/cumem.hpp>
 
 #include "test_util.hpp"
@@ -80,6 +81,21 @@ TEST_F(PoolSnapshot, OutOfMemorySaysHowMuchTheDeviceHasFree) {
   uint64_t free_bytes = 0, total = 0;
   CUMEM_ASSERT_OK(cumem_device_memory_info(device.get(), &free_bytes, &total));
   EXPECT_EQ(events[0].detail, free_bytes);
+}
+
+TEST_F(PoolSnapshot, CapturesBegunThroughLibcumemAreEvents) {
+  cumem::Stream stream = cumem::Stream::create(device);
+  cumem::memory_history_start();
+  stream.begin_capture(CUMEM_CAPTURE_MODE_RELAXED);
+  const cumem::Graph graph = stream.end_capture_graph();
+  const auto events = cumem::Snapshot::take(pool).events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].action, CUMEM_MEMORY_ACTION_CAPTURE_BEGIN);
+  EXPECT_EQ(events[0].stream, reinterpret_cast<uintptr_t>(stream.native()));
+  EXPECT_EQ(events[0].detail, static_cast<uint64_t>(CU_STREAM_CAPTURE_MODE_RELAXED));
+  EXPECT_EQ(events[0].resource_id, 0u) << "a capture belongs to no resource";
+  EXPECT_EQ(events[1].action, CUMEM_MEMORY_ACTION_CAPTURE_END);
+  EXPECT_EQ(events[1].stream, events[0].stream);
 }
 
 }  // namespace
