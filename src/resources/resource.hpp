@@ -98,12 +98,9 @@ class Resource : public Object {
   struct alignas(64) Credit {
     std::atomic<int64_t> refs;
   };
-  // allocate_raw and deallocate_raw, counted; while the memory history is
-  // on, allocate_raw/deallocate_raw record around these (src/snapshot/history.hpp).
-  void* allocate_counted(size_t size, const Stream* stream);
-  void deallocate_counted(void* ptr, size_t size, const Stream* stream);
-  void* allocate_recorded(size_t size, const Stream* stream);
-  void deallocate_recorded(void* ptr, size_t size, const Stream* stream);
+  // What a call does while the memory history is on (resource.cpp).
+  struct Recording;
+  void record_out_of_memory(size_t size, const Stream* stream) const noexcept;
 
   ResourceProperties properties_;
   const uint64_t id_;

@@ -120,18 +120,18 @@ uint64_t stream_value(const Stream* stream) noexcept {
   return reinterpret_cast<uintptr_t>(native_or_legacy(stream));
 }
 
-CallScope::CallScope() noexcept {
+void enter_call() noexcept {
   if (scope.depth++ != 0) return;
   scope.captured = false;
   scope.interned = false;
-  // Only read, not locked: a start with stacks between here and the event
+  // Read without the lock: a start with stacks between here and the event
   // gives this call no stack.
   if (!on() || !with_stacks.load(std::memory_order_relaxed)) return;
   scope.frames = snapshot::capture_stack(scope.stack, snapshot::kMaxFrames);
   scope.captured = true;
 }
 
-CallScope::~CallScope() { --scope.depth; }
+void leave_call() noexcept { --scope.depth; }
 
 namespace {
 
@@ -209,36 +209,45 @@ void record_allocate(uint64_t resource, const void* address, uint64_t size,
   }
 }
 
-Forgotten record_free(uint64_t resource, const void* address, uint64_t size,
-                      uint64_t stream) noexcept {
-  Forgotten f;
-  if (!on()) return f;
+namespace {
+// What this thread's last record_free forgot (for restore).
+struct Forgotten {
+  bool found = false;
+  uint64_t resource = 0, address = 0;
+  Live live;
+};
+thread_local Forgotten forgotten;
+}  // namespace
+
+void record_free(uint64_t resource, const void* address, uint64_t size, uint64_t stream) noexcept {
+  forgotten.found = false;
+  if (!on()) return;
   State& s = state();
   EventStack es;
   take_stack(es, scope.depth > 0 ? scope.captured : with_stacks.load(std::memory_order_relaxed));
   try {
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (!on() || s.ring.empty()) return f;
+    if (!on() || s.ring.empty()) return;
     next_slot(s, Action::free, resource, address, size, stream, 0, intern_stack(s, es));
     const auto it = s.live.find(resource);
-    if (it == s.live.end()) return f;
+    if (it == s.live.end()) return;
     const auto a = it->second.find(reinterpret_cast<uintptr_t>(address));
-    if (a == it->second.end()) return f;
-    f.found = true;
-    f.live = a->second;
+    if (a == it->second.end()) return;
+    forgotten = Forgotten{true, resource, a->first, a->second};
     it->second.erase(a);
     if (it->second.empty()) s.live.erase(it);
   } catch (...) {
   }
-  return f;
 }
 
-void restore(uint64_t resource, const void* address, const Forgotten& forgotten) noexcept {
-  if (!forgotten.found) return;
+void restore(uint64_t resource, const void* address) noexcept {
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  if (!forgotten.found || forgotten.resource != resource || forgotten.address != at) return;
+  forgotten.found = false;
   State& s = state();
   try {
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (on()) s.live[resource][reinterpret_cast<uintptr_t>(address)] = forgotten.live;
+    if (on()) s.live[resource][at] = forgotten.live;
   } catch (...) {
   }
 }

@@ -81,16 +81,12 @@ void stop();
 // default stream) for null, as the logging adaptor writes it.
 uint64_t stream_value(const Stream* stream) noexcept;
 
-// An outermost call that records (an allocate or free of a resource): with
-// stacks on, the stack is taken once here and given to every event the
-// call and its nested calls record.
-class CallScope {
- public:
-  CallScope() noexcept;
-  ~CallScope();
-  CallScope(const CallScope&) = delete;
-  CallScope& operator=(const CallScope&) = delete;
-};
+// An allocate or free of a resource while the history is on is one call:
+// with stacks on, the stack is taken once when the outermost call enters
+// and given to every event it and its nested calls record (an adaptor's
+// upstream allocation). Each enter_call() is matched by one leave_call().
+void enter_call() noexcept;
+void leave_call() noexcept;
 
 // Records an event (nothing when off). Never throws: an event that finds
 // no memory is dropped.
@@ -99,15 +95,11 @@ void record(Action action, uint64_t resource, const void* address, uint64_t size
 // An allocation and its free, recorded with the live allocations.
 void record_allocate(uint64_t resource, const void* address, uint64_t size,
                      uint64_t stream) noexcept;
-// record_free returns the live allocation it forgot, for restore() should
-// the free be refused.
-struct Forgotten {
-  bool found = false;
-  Live live;
-};
-Forgotten record_free(uint64_t resource, const void* address, uint64_t size,
-                      uint64_t stream) noexcept;
-void restore(uint64_t resource, const void* address, const Forgotten& forgotten) noexcept;
+// record_free forgets the live allocation at `address`, keeping it for the
+// calling thread until its next record_free, so that restore() can bring
+// it back should the free be refused.
+void record_free(uint64_t resource, const void* address, uint64_t size, uint64_t stream) noexcept;
+void restore(uint64_t resource, const void* address) noexcept;
 
 // What a snapshot takes: everything, copied under the history's lock.
 struct Copy {
