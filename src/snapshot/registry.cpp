@@ -1,5 +1,6 @@
 #include "registry.hpp"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 
@@ -10,7 +11,6 @@ namespace {
 
 struct Registry {
   std::mutex mutex;
-  uint64_t next_id = 1;
   std::map<uint64_t, const Resource*> live;
 };
 
@@ -21,22 +21,24 @@ Registry& registry() {
   return *r;
 }
 
+std::atomic<uint64_t> next_id{1};
+
 }  // namespace
 
-uint64_t register_resource(const Resource* resource) noexcept {
+uint64_t next_resource_id() noexcept { return next_id.fetch_add(1, std::memory_order_relaxed); }
+
+void publish(const Resource& resource) noexcept {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  const uint64_t id = r.next_id++;
   try {
-    r.live.emplace(id, resource);
+    r.live.emplace(resource.id(), &resource);
   } catch (...) {
     // No memory for the entry: the resource works, and snapshots of the
     // whole process will not list it.
   }
-  return id;
 }
 
-void unregister_resource(uint64_t id) noexcept {
+void unpublish(uint64_t id) noexcept {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.live.erase(id);

@@ -6,6 +6,8 @@
 #include <cuda.h>
 #include <cumem/cumem.hpp>
 
+#include <string>
+
 #include "test_util.hpp"
 
 namespace {
@@ -96,6 +98,18 @@ TEST_F(PoolSnapshot, CapturesBegunThroughLibcumemAreEvents) {
   EXPECT_EQ(events[0].resource_id, 0u) << "a capture belongs to no resource";
   EXPECT_EQ(events[1].action, CUMEM_MEMORY_ACTION_CAPTURE_END);
   EXPECT_EQ(events[1].stream, events[0].stream);
+}
+
+TEST(PoolSnapshotProcess, ResourcesTheCoreMadeForItselfAreListed) {
+  // The frameworks' entry points use the device's memory resource, which
+  // the core makes on first use without a user handle.
+  void* p = cumem_torch_alloc(1 << 20, 0, nullptr);
+  ASSERT_NE(p, nullptr) << cumem_last_error_message();
+  bool listed = false;
+  for (const auto& r : cumem::Snapshot::take().resources())
+    listed |= std::string(r.name) == "default pool of device 0" && r.bytes_in_use == (1u << 20);
+  EXPECT_TRUE(listed);
+  cumem_torch_free(p, 1 << 20, 0, nullptr);
 }
 
 }  // namespace
