@@ -216,6 +216,28 @@ void host_pairs(benchmark::State& state, bool caching) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The same pairs with the memory history on (the README's "Seeing the
+// memory"): what the history costs over host_pairs/caching_over_host, with
+// the default ring (65536 events, two per pair) and, with `stacks`, a
+// backtrace(3) per call. Thread 0 turns it on before the threads start and
+// off after they end.
+void host_pairs_history(benchmark::State& state, bool stacks) {
+  cumem_resource_t* r = host_resource(true);
+  const size_t size = static_cast<size_t>(state.range(0));
+  if (state.thread_index() == 0) {
+    cumem_memory_history_options_t o = CUMEM_MEMORY_HISTORY_OPTIONS_INIT;
+    o.stacks = stacks ? CUMEM_TRUE : CUMEM_FALSE;
+    if (cumem_memory_history_start(&o) != CUMEM_SUCCESS) {
+      state.SkipWithError(cumem_last_error_message());
+      return;
+    }
+  }
+  for (auto _ : state)
+    if (!raw_pair(state, r, size, nullptr)) break;
+  state.SetItemsProcessed(state.iterations());
+  if (state.thread_index() == 0) cumem_memory_history_stop();
+}
+
 // The getters a dashboard or PyTorch's memory_stats polls: statistics and
 // properties of a resource that 1 (Arg 1) or 16 (Arg 16) threads have used.
 void getters(benchmark::State& state, bool statistics) {
@@ -287,6 +309,8 @@ BENCHMARK_CAPTURE(threads_pairs, driver_pool, false)->ThreadRange(1, 16)->UseRea
 BENCHMARK_CAPTURE(threads_pairs, caching, true)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK_CAPTURE(host_pairs, host, false)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK_CAPTURE(host_pairs, caching_over_host, true)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK_CAPTURE(host_pairs_history, caching_over_host_history, false)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK_CAPTURE(host_pairs_history, caching_over_host_history_stacks, true)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK_CAPTURE(getters, statistics, true)->Arg(1)->Arg(16);
 BENCHMARK_CAPTURE(getters, properties, false)->Arg(1)->Arg(16);
 BENCHMARK_CAPTURE(copy_d2d, driver, false)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -28,6 +28,9 @@ class Kernel;
 class AllocationHandle;
 class VirtualIpcHandle;
 class Graph;
+namespace snapshot {
+class Snapshot;
+}
 }  // namespace cumem::core
 
 namespace cumem::capi {
@@ -52,6 +55,7 @@ CUMEM_CAPI_TRAITS(cumem_kernel_t, Kernel, kernel)
 CUMEM_CAPI_TRAITS(cumem_allocation_handle_t, AllocationHandle, allocation_handle)
 CUMEM_CAPI_TRAITS(cumem_virtual_ipc_handle_t, VirtualIpcHandle, virtual_ipc_handle)
 CUMEM_CAPI_TRAITS(cumem_graph_t, Graph, graph)
+CUMEM_CAPI_TRAITS(cumem_snapshot_t, snapshot::Snapshot, snapshot)
 #undef CUMEM_CAPI_TRAITS
 
 [[noreturn]] inline void null_argument(const char* name) {

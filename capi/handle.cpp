@@ -18,6 +18,7 @@ void bad_handle(const char* name, const char* expected, Tag found) {
     case Tag::allocation_handle: what = "cumem_allocation_handle_t"; break;
     case Tag::virtual_ipc_handle: what = "cumem_virtual_ipc_handle_t"; break;
     case Tag::graph: what = "cumem_graph_t"; break;
+    case Tag::snapshot: what = "cumem_snapshot_t"; break;
   }
   if (found == Tag::dead)
     fail(Status::invalid_argument, std::string("argument '") + name + "' is not a live " +

@@ -7,6 +7,7 @@
 
 #include "../src/device.hpp"
 #include "../src/log.hpp"
+#include "../src/snapshot/oom.hpp"
 
 static_assert(sizeof(cumem_status_t) == 4, "cumem_status_t must be 32 bits");
 #define CUMEM_SAME_STATUS(c, value) \
@@ -82,7 +83,18 @@ void log_failure(Status status) noexcept {
 }  // namespace
 
 cumem_status_t record_failure(const char* function, Status status, const char* message) noexcept {
-  set_last_error(function, "", message);
+  // $CUMEM_OOM_SNAPSHOT: the memory as it is when the program learns it
+  // ran out, and the message says where it went.
+  const std::string snapshot_path =
+      status == Status::out_of_memory ? snapshot::on_out_of_memory() : std::string();
+  if (!snapshot_path.empty()) {
+    set_last_error(function, "", message);
+    const size_t used = std::strlen(last_error);
+    std::snprintf(last_error + used, message_capacity - used,
+                  "; a memory snapshot was written to %s", snapshot_path.c_str());
+  } else {
+    set_last_error(function, "", message);
+  }
   log_failure(status);
   return static_cast<cumem_status_t>(status);
 }

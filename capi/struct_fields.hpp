@@ -219,6 +219,42 @@ CUMEM_STRUCT_FIELDS(cumem_failure_info_t, "CUMEM_FAILURE_INFO_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(attempt), CUMEM_FIELD(size), CUMEM_FIELD(stream),
   CUMEM_FIELD(statistics), CUMEM_FIELD(message))
 
+// Seeing the memory (capi/snapshot.cpp).
+CUMEM_STRUCT_FIELDS(cumem_memory_history_options_t, "cumem_memory_history_options_init()",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(stacks), CUMEM_FIELD(max_entries))
+
+CUMEM_STRUCT_FIELDS(cumem_snapshot_totals_t, "CUMEM_SNAPSHOT_TOTALS_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(resource_count), CUMEM_FIELD(segment_count),
+  CUMEM_FIELD(block_count), CUMEM_FIELD(event_count), CUMEM_FIELD(bytes_reserved),
+  CUMEM_FIELD(bytes_in_use), CUMEM_FIELD(bytes_requested), CUMEM_FIELD(bytes_cached),
+  CUMEM_FIELD(bytes_unmapped), CUMEM_FIELD(largest_free_block), CUMEM_FIELD(fragmented_bytes),
+  CUMEM_FIELD(events_recorded), CUMEM_FIELD(events_dropped), CUMEM_FIELD(time_ns))
+
+CUMEM_STRUCT_FIELDS(cumem_snapshot_resource_t, "CUMEM_SNAPSHOT_RESOURCE_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(kind), CUMEM_FIELD(id), CUMEM_FIELD(upstream_id),
+  CUMEM_FIELD(device_id), CUMEM_FIELD(reserved0), CUMEM_FIELD(name), CUMEM_FIELD(bytes_in_use),
+  CUMEM_FIELD(peak_bytes_in_use), CUMEM_FIELD(live_allocations), CUMEM_FIELD(bytes_reserved),
+  CUMEM_FIELD(bytes_cached), CUMEM_FIELD(largest_free_block))
+
+CUMEM_STRUCT_FIELDS(cumem_snapshot_segment_t, "CUMEM_SNAPSHOT_SEGMENT_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(kind), CUMEM_FIELD(resource_id), CUMEM_FIELD(address),
+  CUMEM_FIELD(size), CUMEM_FIELD(stream), CUMEM_FIELD(device_id), CUMEM_FIELD(reserved0),
+  CUMEM_FIELD(first_block), CUMEM_FIELD(block_count))
+
+CUMEM_STRUCT_FIELDS(cumem_snapshot_block_t, "CUMEM_SNAPSHOT_BLOCK_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(state), CUMEM_FIELD(address), CUMEM_FIELD(size),
+  CUMEM_FIELD(requested_size), CUMEM_FIELD(stream), CUMEM_FIELD(segment), CUMEM_FIELD(stack_id),
+  CUMEM_FIELD(reserved0))
+
+CUMEM_STRUCT_FIELDS(cumem_memory_event_t, "CUMEM_MEMORY_EVENT_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(action), CUMEM_FIELD(time_ns), CUMEM_FIELD(address),
+  CUMEM_FIELD(size), CUMEM_FIELD(stream), CUMEM_FIELD(resource_id), CUMEM_FIELD(detail),
+  CUMEM_FIELD(thread_id), CUMEM_FIELD(stack_id))
+
+CUMEM_STRUCT_FIELDS(cumem_stack_frame_t, "CUMEM_STACK_FRAME_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(depth), CUMEM_FIELD(address), CUMEM_FIELD(function),
+  CUMEM_FIELD(module), CUMEM_FIELD(offset))
+
 #undef CUMEM_STRUCT_FIELDS
 #undef CUMEM_FIELD
 

@@ -6,6 +6,7 @@
 
 #include "driver/driver.hpp"
 #include "error.hpp"
+#include "snapshot/history.hpp"
 
 namespace cumem::core {
 namespace {
@@ -162,6 +163,9 @@ void begin_capture(const Stream& stream, CUstreamCaptureMode mode) {
            "beginning a capture on " + stream.describe());
   capturing_streams().insert(stream.native());
   underway.fetch_add(1, std::memory_order_relaxed);
+  if (history::on())
+    history::record(history::Action::capture_begin, 0, nullptr, 0, history::stream_value(&stream),
+                    static_cast<uint64_t>(mode));
 }
 
 CUgraph end_capture(const Stream& stream) {
@@ -171,6 +175,8 @@ CUgraph end_capture(const Stream& stream) {
   const CUresult r = CUMEM_CU_RESULT(cuStreamEndCapture, (stream.native(), &graph));
   if (capturing_streams().erase(stream.native())) underway.fetch_sub(1, std::memory_order_relaxed);
   driver::check(r, "cuStreamEndCapture", "ending the capture on " + stream.describe());
+  if (history::on())
+    history::record(history::Action::capture_end, 0, nullptr, 0, history::stream_value(&stream));
   return graph;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "error.hpp"
+#include "snapshot/registry.hpp"
 
 namespace cumem::core {
 namespace {
@@ -66,8 +67,11 @@ Ref<Resource> device_memory_resource(const Device& device) {
   std::lock_guard<std::mutex> lock(slot.mutex);
   if (slot.chosen) return slot.chosen;
   if (!slot.fallback)
+  {
     slot.fallback = create_device_resource(Ref<Device>::share(const_cast<Device*>(&device)),
                                            PoolOptions{});
+    snapshot::publish(*slot.fallback);  // listed in snapshots of the process
+  }
   return slot.fallback;
 }
 

@@ -14,6 +14,7 @@
 #include "error.hpp"
 #include "native_stream.hpp"
 #include "resources/caching_resource.hpp"
+#include "snapshot/registry.hpp"
 
 namespace cumem::core::framework {
 namespace {
@@ -150,6 +151,7 @@ Ref<Resource> get_resource(int device) {
   check_device(device);
   Ref<Resource> upstream = device_memory_resource(*Device::get(device));
   Ref<Resource> made = make_default(upstream, kept, kept_upstream);
+  snapshot::publish(*made);  // listed in snapshots of the process
   std::lock_guard<std::mutex> lock(slot.mutex);
   if (slot.resource) return slot.resource;  // set meanwhile
   // Another thread made one for the same version first: theirs stays.

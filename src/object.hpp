@@ -34,6 +34,7 @@ enum class Tag : uint32_t {
   allocation_handle = 0x43414c48,  // "CALH"
   virtual_ipc_handle = 0x43564948, // "CVIH"
   graph = 0x43475248,              // "CGRH"
+  snapshot = 0x43534e50,           // "CSNP"
 };
 
 class Object {

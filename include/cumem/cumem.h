@@ -10,8 +10,10 @@
  *  - Parameters: pointers named out_* and the out structs (props, stats,
  *    info, attributes of the _get_ calls) are [out]; every other parameter
  *    is [in]. Only these may be NULL ([in][optional]): options structs,
- *    stream arguments, release_fn/user_data of cumem_buffer_wrap, and args
- *    of cumem_launch when num_args is 0.
+ *    stream arguments, release_fn/user_data of cumem_buffer_wrap, args
+ *    of cumem_launch when num_args is 0, and the resource of
+ *    cumem_snapshot_take and cumem_resource_statistics_json (NULL: every
+ *    live resource).
  *    Three calls also take a NULL pointer with size 0 (an empty range):
  *    cumem_resource_deallocate_raw, cumem_buffer_wrap and
  *    cumem_buffer_wrap_owned.
@@ -2882,6 +2884,284 @@ CUMEM_API cumem_status_t cumem_ipc_receive_virtual(int32_t socket,
 CUMEM_API cumem_status_t cumem_buffer_from_virtual_ipc_handle(
     const cumem_device_t* device, const cumem_virtual_ipc_handle_t* handle,
     const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
+
+/* ------------------------------------------------------------------------ */
+/* Seeing the memory: history, snapshots, statistics as JSON, a summary     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * PyTorch's memory snapshot for every resource: cumem_snapshot_take gives
+ * the segments a resource stack holds (the caching adaptor's upstream
+ * allocations and expandable ranges, a virtual resource's ranges, and,
+ * while the history is on, each allocation of a pool or of the host
+ * resource), the blocks in each (in use, cached, unmapped; their stream,
+ * size and requested size, the stack that allocated them) and the totals.
+ * With the memory history on (cumem_memory_history_start), every resource
+ * also records its allocations and frees, the caching adaptor its segments
+ * (upstream allocations, pages mapped and unmapped) and trims, every
+ * resource its out-of-memory failures, and libcumem's captures their begin
+ * and end, in one bounded ring with times, threads, streams and, when
+ * asked, each call's native stack; a snapshot carries those events. The
+ * snapshot's JSON (schema "cumem.snapshot", version 1: docs/snapshot-schema.md)
+ * is what `cumem snapshot view` turns into a page, and what the Python
+ * package converts to PyTorch's format for pytorch.org/memory_viz.
+ *
+ * With $CUMEM_OOM_SNAPSHOT set to a path, every call that fails with
+ * CUMEM_ERROR_OUT_OF_MEMORY first writes a snapshot of the whole process
+ * there ("%p" in the path becomes the process id, "%n" the failure's
+ * number), and its message ends with "; a memory snapshot was written to
+ * PATH". Turn the history on to have the events that led there.
+ *
+ * Cost: with the history off (the default), one relaxed load and a branch
+ * per allocate and free; on, one lock per event; with stacks, also one
+ * backtrace(3) per call (the README's "Seeing the memory" has the numbers).
+ */
+
+/** What a history event records (PyTorch's trace actions, in its order). */
+typedef enum cumem_memory_action_t {
+  CUMEM_MEMORY_ACTION_ALLOCATE = 1,      /**< a resource handed out `size` bytes at `address` */
+  CUMEM_MEMORY_ACTION_FREE = 2,          /**< and took them back (the free was asked for) */
+  CUMEM_MEMORY_ACTION_SEGMENT_ALLOC = 3, /**< the caching adaptor took a segment from its upstream */
+  CUMEM_MEMORY_ACTION_SEGMENT_FREE = 4,  /**< and gave it back */
+  CUMEM_MEMORY_ACTION_SEGMENT_MAP = 5,   /**< the expandable cache mapped pages at `address` */
+  CUMEM_MEMORY_ACTION_SEGMENT_UNMAP = 6, /**< and unmapped them */
+  CUMEM_MEMORY_ACTION_OUT_OF_MEMORY = 7, /**< an allocation of `size` failed; detail: the device's free bytes */
+  CUMEM_MEMORY_ACTION_TRIM = 8,          /**< memory given back on request (`size` bytes); detail: the bytes asked to keep */
+  CUMEM_MEMORY_ACTION_CAPTURE_BEGIN = 9, /**< a capture begun through libcumem on `stream`; detail: its CUstreamCaptureMode */
+  CUMEM_MEMORY_ACTION_CAPTURE_END = 10,  /**< and ended */
+  CUMEM_MEMORY_ACTION_FORCE32 = 0x7FFFFFFF
+} cumem_memory_action_t;
+
+/** What a snapshot segment is. */
+typedef enum cumem_segment_kind_t {
+  CUMEM_SEGMENT_SEGMENT = 1,       /**< an upstream allocation of a caching adaptor, split into blocks */
+  CUMEM_SEGMENT_SMALL = 2,         /**< an upstream allocation holding one small block (<= 128 KiB) of a caching adaptor */
+  CUMEM_SEGMENT_EXPANDABLE = 3,    /**< an address range of an expandable cache: pages mapped on demand */
+  CUMEM_SEGMENT_VIRTUAL_RANGE = 4, /**< one allocation of a virtual resource: its reserved range */
+  CUMEM_SEGMENT_ALLOCATION = 5,    /**< one allocation of a resource that keeps no segments (a pool, the host resource, ...), known from the history or a tracking adaptor */
+  CUMEM_SEGMENT_KIND_FORCE32 = 0x7FFFFFFF
+} cumem_segment_kind_t;
+
+/** A snapshot block's state. */
+typedef enum cumem_block_state_t {
+  CUMEM_BLOCK_IN_USE = 1,   /**< handed out */
+  CUMEM_BLOCK_CACHED = 2,   /**< free in a cache, ready to be handed out again */
+  CUMEM_BLOCK_UNMAPPED = 3, /**< reserved address space with no memory behind it */
+  CUMEM_BLOCK_STATE_FORCE32 = 0x7FFFFFFF
+} cumem_block_state_t;
+
+typedef struct cumem_memory_history_options_t {
+  uint32_t struct_size;
+  /** Record each event's native call stack (backtrace(3), named with
+   *  dladdr(3) when a snapshot is taken: exported functions by name, the
+   *  others as module + offset for addr2line). Default false. */
+  cumem_bool_t stacks;
+  /** Events kept: the newest, in a ring. 0 (default): 65536; at most
+   *  67108864 (2^26). Each takes 64 bytes; stacks are stored once each. */
+  uint64_t max_entries;
+} cumem_memory_history_options_t;
+#define CUMEM_MEMORY_HISTORY_OPTIONS_INIT \
+  { (uint32_t)sizeof(cumem_memory_history_options_t), CUMEM_FALSE, 0u }
+CUMEM_API void cumem_memory_history_options_init(cumem_memory_history_options_t* options);
+
+/** Turns the memory history on for the whole process (PyTorch's
+ *  _record_memory_history), emptied: a second start begins a new history
+ *  with its options. Only allocations made from now on get their requested
+ *  size and stack in snapshots.
+ *  [in][optional] options.
+ *  Thread safety: any thread; events of calls running meanwhile may or may
+ *  not be recorded.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: a bad struct_size, or max_entries above
+ *  2^26. CUMEM_ERROR_OUT_OF_MEMORY: no host memory for the ring (the
+ *  history is as it was). */
+CUMEM_API cumem_status_t cumem_memory_history_start(const cumem_memory_history_options_t* options);
+/** Turns the memory history off. Its events stay for snapshots until the
+ *  next start; the requested sizes and stacks of live allocations are
+ *  forgotten (their frees would go unseen). Never fails; stopping a
+ *  history that is off does nothing. Thread safety: any thread. */
+CUMEM_API cumem_status_t cumem_memory_history_stop(void);
+
+/** An immutable snapshot of memory (reference counted). */
+typedef struct cumem_snapshot_t cumem_snapshot_t;
+
+/** A snapshot of `resource` and its upstreams (the whole stack below it),
+ *  or, with `resource` NULL, of every live resource of the process; with
+ *  the history's events (those of these resources, and the captures').
+ *  Each resource is asked under its own locks, so what one resource says
+ *  adds up; resources are asked one after another. A resource that fails
+ *  to answer (a driver error reading a pool's attributes) is listed with
+ *  its statistics and the error's message (in the JSON), without segments.
+ *  [in][optional] resource; [out] out_snapshot.
+ *  Thread safety: any thread; the resources may be used meanwhile (a
+ *  caching adaptor's threads wait for it while it is read).
+ *  CUMEM_ERROR_OUT_OF_MEMORY: no host memory for the snapshot. */
+CUMEM_API cumem_status_t cumem_snapshot_take(const cumem_resource_t* resource,
+                                             cumem_snapshot_t** out_snapshot);
+CUMEM_API cumem_status_t cumem_snapshot_retain(cumem_snapshot_t* snapshot);
+CUMEM_API cumem_status_t cumem_snapshot_release(cumem_snapshot_t* snapshot);
+
+/** A snapshot's sums. */
+typedef struct cumem_snapshot_totals_t {
+  uint32_t struct_size;
+  uint32_t resource_count;
+  uint64_t segment_count;
+  uint64_t block_count;
+  uint64_t event_count;
+  uint64_t bytes_reserved;     /**< in segments, with memory behind it (unmapped space not counted) */
+  uint64_t bytes_in_use;       /**< in blocks handed out (their rounded sizes) */
+  uint64_t bytes_requested;    /**< of those, what was asked for (the rounded size where not known) */
+  uint64_t bytes_cached;       /**< in blocks free in a cache */
+  uint64_t bytes_unmapped;     /**< address space with nothing mapped */
+  uint64_t largest_free_block; /**< the largest cached block */
+  uint64_t fragmented_bytes;   /**< bytes_cached - largest_free_block: free memory outside the largest free block */
+  uint64_t events_recorded;    /**< events the history recorded since it started */
+  uint64_t events_dropped;     /**< of those, overwritten before the snapshot (the ring is full) */
+  uint64_t time_ns;            /**< when it was taken, since the Unix epoch */
+} cumem_snapshot_totals_t;
+#define CUMEM_SNAPSHOT_TOTALS_INIT \
+  { (uint32_t)sizeof(cumem_snapshot_totals_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+CUMEM_API cumem_status_t cumem_snapshot_get_totals(const cumem_snapshot_t* snapshot,
+                                                   cumem_snapshot_totals_t* totals);
+
+/** A resource of a snapshot. */
+typedef struct cumem_snapshot_resource_t {
+  uint32_t struct_size;
+  cumem_resource_kind_t kind;
+  uint64_t id;          /**< the resource's number in this process (1, 2, ... in creation order) */
+  uint64_t upstream_id; /**< the id of its upstream (an adaptor's); 0: none */
+  int32_t device_id;    /**< -1: host memory */
+  uint32_t reserved0;   /**< written as 0 */
+  const char* name;     /**< "caching over pool of device 0", ...; valid while the snapshot lives */
+  uint64_t bytes_in_use;      /**< the resource's statistics when taken */
+  uint64_t peak_bytes_in_use;
+  uint64_t live_allocations;
+  uint64_t bytes_reserved;    /**< its segments' sums, as in cumem_snapshot_totals_t */
+  uint64_t bytes_cached;
+  uint64_t largest_free_block;
+} cumem_snapshot_resource_t;
+#define CUMEM_SNAPSHOT_RESOURCE_INIT \
+  { (uint32_t)sizeof(cumem_snapshot_resource_t), (cumem_resource_kind_t)0, 0u, 0u, 0, 0u, NULL, \
+    0u, 0u, 0u, 0u, 0u, 0u }
+/** The resource at `index` (0 .. resource_count - 1: the stack from the
+ *  resource taken down, or every live resource oldest first).
+ *  CUMEM_ERROR_OUT_OF_RANGE: index >= resource_count. */
+CUMEM_API cumem_status_t cumem_snapshot_get_resource(const cumem_snapshot_t* snapshot,
+                                                     uint64_t index,
+                                                     cumem_snapshot_resource_t* resource);
+
+/** A segment of a snapshot: memory a resource holds, its blocks laid end
+ *  to end over it (blocks first_block .. first_block + block_count - 1). */
+typedef struct cumem_snapshot_segment_t {
+  uint32_t struct_size;
+  cumem_segment_kind_t kind;
+  uint64_t resource_id;
+  uint64_t address;
+  uint64_t size;
+  uint64_t stream;    /**< expandable: the CUstream its pages are mapped for; else 0 */
+  int32_t device_id;  /**< -1: host memory */
+  uint32_t reserved0; /**< written as 0 */
+  uint64_t first_block;
+  uint64_t block_count;
+} cumem_snapshot_segment_t;
+#define CUMEM_SNAPSHOT_SEGMENT_INIT \
+  { (uint32_t)sizeof(cumem_snapshot_segment_t), (cumem_segment_kind_t)0, 0u, 0u, 0u, 0u, 0, 0u, 0u, 0u }
+/** The segment at `index` (0 .. segment_count - 1, by resource, then by
+ *  address). CUMEM_ERROR_OUT_OF_RANGE: index >= segment_count. */
+CUMEM_API cumem_status_t cumem_snapshot_get_segment(const cumem_snapshot_t* snapshot,
+                                                    uint64_t index,
+                                                    cumem_snapshot_segment_t* segment);
+
+/** A block of a snapshot segment. */
+typedef struct cumem_snapshot_block_t {
+  uint32_t struct_size;
+  cumem_block_state_t state;
+  uint64_t address;
+  uint64_t size;           /**< as held (rounded) */
+  uint64_t requested_size; /**< as asked for; 0: not known (allocated while the history was off) */
+  uint64_t stream;         /**< in use: the CUstream it was allocated on (if known); cached: the one
+                                it was freed on; 1: the legacy default stream; 0: none */
+  uint64_t segment;        /**< the index of its segment */
+  uint32_t stack_id;       /**< in use: the stack that allocated it (cumem_snapshot_get_frame); 0: none */
+  uint32_t reserved0;      /**< written as 0 */
+} cumem_snapshot_block_t;
+#define CUMEM_SNAPSHOT_BLOCK_INIT \
+  { (uint32_t)sizeof(cumem_snapshot_block_t), (cumem_block_state_t)0, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+/** The block at `index` (0 .. block_count - 1, segment after segment).
+ *  CUMEM_ERROR_OUT_OF_RANGE: index >= block_count. */
+CUMEM_API cumem_status_t cumem_snapshot_get_block(const cumem_snapshot_t* snapshot, uint64_t index,
+                                                  cumem_snapshot_block_t* block);
+
+/** A history event of a snapshot. */
+typedef struct cumem_memory_event_t {
+  uint32_t struct_size;
+  cumem_memory_action_t action;
+  uint64_t time_ns;     /**< since the Unix epoch */
+  uint64_t address;     /**< 0 for out of memory, trims and captures */
+  uint64_t size;
+  uint64_t stream;      /**< the CUstream (1: the legacy default stream); 0: none */
+  uint64_t resource_id; /**< 0 for captures */
+  uint64_t detail;      /**< per action (cumem_memory_action_t says) */
+  uint32_t thread_id;   /**< the OS thread id (gettid) */
+  uint32_t stack_id;    /**< 0: none */
+} cumem_memory_event_t;
+#define CUMEM_MEMORY_EVENT_INIT \
+  { (uint32_t)sizeof(cumem_memory_event_t), (cumem_memory_action_t)0, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+/** The event at `index` (0 .. event_count - 1, oldest first).
+ *  CUMEM_ERROR_OUT_OF_RANGE: index >= event_count. */
+CUMEM_API cumem_status_t cumem_snapshot_get_event(const cumem_snapshot_t* snapshot, uint64_t index,
+                                                  cumem_memory_event_t* event);
+
+/** A frame of a recorded stack, innermost first (the first is the libcumem
+ *  function the program called). */
+typedef struct cumem_stack_frame_t {
+  uint32_t struct_size;
+  uint32_t depth;       /**< the number of frames of this stack */
+  uint64_t address;     /**< the return address */
+  const char* function; /**< demangled; "" where the module exports no symbol; valid while the snapshot lives */
+  const char* module;   /**< the executable's or shared library's file; valid while the snapshot lives */
+  uint64_t offset;      /**< from the function's start, else (no name) from the module's base */
+} cumem_stack_frame_t;
+#define CUMEM_STACK_FRAME_INIT \
+  { (uint32_t)sizeof(cumem_stack_frame_t), 0u, 0u, NULL, NULL, 0u }
+/** Frame `index` of the stack `stack_id` (a block's or an event's).
+ *  CUMEM_ERROR_NOT_FOUND: the snapshot has no stack of that id (0 is none).
+ *  CUMEM_ERROR_OUT_OF_RANGE: index >= the stack's depth. */
+CUMEM_API cumem_status_t cumem_snapshot_get_frame(const cumem_snapshot_t* snapshot,
+                                                  uint32_t stack_id, uint32_t index,
+                                                  cumem_stack_frame_t* frame);
+
+/** The snapshot as JSON (UTF-8, schema "cumem.snapshot" version 1), made on
+ *  the first call and kept: *out_json points to `*out_length` bytes and a
+ *  NUL, valid while the snapshot lives.
+ *  CUMEM_ERROR_OUT_OF_MEMORY: no host memory for the text. */
+CUMEM_API cumem_status_t cumem_snapshot_to_json(const cumem_snapshot_t* snapshot,
+                                                const char** out_json, size_t* out_length);
+/** Writes the snapshot's JSON to the file `path` (replaced whole: through
+ *  a temporary file renamed over it). CUMEM_ERROR_INVALID_ARGUMENT: path
+ *  NULL or "", or the file cannot be written (the message says why). */
+CUMEM_API cumem_status_t cumem_snapshot_write_json(const cumem_snapshot_t* snapshot,
+                                                   const char* path);
+
+/** The statistics of `resource` and its upstreams (top first), or with
+ *  `resource` NULL of every live resource, as JSON (schema
+ *  "cumem.statistics" version 1): each resource's id, kind, name, device,
+ *  upstream and statistics, and those of its kind (a caching adaptor's
+ *  cumem_caching_statistics_t, a pool's cumem_pool_attributes_t, a virtual
+ *  resource's cumem_virtual_statistics_t, a tracking adaptor's outstanding
+ *  count). Like snprintf: writes at most capacity - 1 bytes and a NUL into
+ *  `buffer` ([out][optional]: NULL with capacity 0) and sets *out_length
+ *  to the text's full length.
+ *  [in][optional] resource. Thread safety: any thread.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: buffer NULL with capacity above 0. */
+CUMEM_API cumem_status_t cumem_resource_statistics_json(const cumem_resource_t* resource,
+                                                        char* buffer, size_t capacity,
+                                                        size_t* out_length);
+/** A summary of the process's memory in text, as torch.cuda.memory_summary():
+ *  every live resource, adaptors above their upstreams, each with its
+ *  statistics and those of its kind. Like snprintf, as
+ *  cumem_resource_statistics_json. Thread safety: any thread.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: buffer NULL with capacity above 0. */
+CUMEM_API cumem_status_t cumem_memory_summary(char* buffer, size_t capacity, size_t* out_length);
 
 #ifdef __cplusplus
 } /* extern "C" */

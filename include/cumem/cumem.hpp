@@ -24,6 +24,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <tuple>
 #include <type_traits>
@@ -671,6 +672,10 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     return o;
   }
   // Tracking adaptors only: the report of outstanding allocations.
+  // This resource's statistics and its upstreams', as JSON (cumem.h's
+  // cumem_resource_statistics_json; defined with Snapshot).
+  std::string statistics_json() const;
+
   std::string tracking_report() const {
     size_t n = 0;
     check(cumem_tracking_resource_report(get(), nullptr, 0, &n));
@@ -1539,10 +1544,158 @@ inline cumem_batch_statistics_t batch_statistics() {
   return s;
 }
 
+// ---------------------------------------------------------------------------
+// Seeing the memory (cumem.h): the history, snapshots, statistics as JSON,
+// the process's summary
+// ---------------------------------------------------------------------------
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#endif
+inline cumem_memory_history_options_t memory_history_options() noexcept {
+  return CUMEM_MEMORY_HISTORY_OPTIONS_INIT;
+}
+namespace detail {
+template <>
+inline cumem_snapshot_totals_t init() noexcept { return CUMEM_SNAPSHOT_TOTALS_INIT; }
+template <>
+inline cumem_snapshot_resource_t init() noexcept { return CUMEM_SNAPSHOT_RESOURCE_INIT; }
+template <>
+inline cumem_snapshot_segment_t init() noexcept { return CUMEM_SNAPSHOT_SEGMENT_INIT; }
+template <>
+inline cumem_snapshot_block_t init() noexcept { return CUMEM_SNAPSHOT_BLOCK_INIT; }
+template <>
+inline cumem_memory_event_t init() noexcept { return CUMEM_MEMORY_EVENT_INIT; }
+template <>
+inline cumem_stack_frame_t init() noexcept { return CUMEM_STACK_FRAME_INIT; }
+
+// The text of a call that writes like snprintf, asked until it fits (the
+// text may grow between two calls).
+template <class Fn>
+std::string snprintf_text(Fn&& fn) {
+  size_t n = 0;
+  check(fn(nullptr, 0, &n));
+  std::string text;
+  do {
+    text.assign(n + 1, '\0');
+    check(fn(&text[0], text.size(), &n));
+  } while (n + 1 > text.size());
+  text.resize(n);
+  return text;
+}
+}  // namespace detail
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+// The memory history (PyTorch's _record_memory_history), process-wide.
+inline void memory_history_start(const cumem_memory_history_options_t& options = memory_history_options()) {
+  check(cumem_memory_history_start(&options));
+}
+inline void memory_history_stop() { check(cumem_memory_history_stop()); }
+
+// A snapshot of memory: of a resource and its upstreams, or of the process.
+class Snapshot : public detail::Handle<Snapshot, cumem_snapshot_t, cumem_snapshot_retain,
+                                       cumem_snapshot_release> {
+ public:
+  using Handle::Handle;
+
+  static Snapshot take(const Resource& resource) { return take_impl(resource.get()); }
+  // Every live resource of the process.
+  static Snapshot take() { return take_impl(nullptr); }
+
+  cumem_snapshot_totals_t totals() const {
+    cumem_snapshot_totals_t t = detail::init<cumem_snapshot_totals_t>();
+    check(cumem_snapshot_get_totals(get(), &t));
+    return t;
+  }
+  std::vector<cumem_snapshot_resource_t> resources() const {
+    return list<cumem_snapshot_resource_t>(totals().resource_count, cumem_snapshot_get_resource);
+  }
+  std::vector<cumem_snapshot_segment_t> segments() const {
+    return list<cumem_snapshot_segment_t>(totals().segment_count, cumem_snapshot_get_segment);
+  }
+  std::vector<cumem_snapshot_block_t> blocks() const {
+    return list<cumem_snapshot_block_t>(totals().block_count, cumem_snapshot_get_block);
+  }
+  // The blocks of one segment, by address.
+  std::vector<cumem_snapshot_block_t> blocks(const cumem_snapshot_segment_t& segment) const {
+    std::vector<cumem_snapshot_block_t> out;
+    out.reserve(static_cast<size_t>(segment.block_count));
+    for (uint64_t i = 0; i < segment.block_count; ++i) {
+      cumem_snapshot_block_t b = detail::init<cumem_snapshot_block_t>();
+      check(cumem_snapshot_get_block(get(), segment.first_block + i, &b));
+      out.push_back(b);
+    }
+    return out;
+  }
+  std::vector<cumem_memory_event_t> events() const {
+    return list<cumem_memory_event_t>(totals().event_count, cumem_snapshot_get_event);
+  }
+  // The frames of a block's or an event's stack, innermost first; none for 0.
+  std::vector<cumem_stack_frame_t> frames(uint32_t stack_id) const {
+    std::vector<cumem_stack_frame_t> out;
+    if (stack_id == 0) return out;
+    cumem_stack_frame_t f = detail::init<cumem_stack_frame_t>();
+    check(cumem_snapshot_get_frame(get(), stack_id, 0, &f));
+    out.push_back(f);
+    for (uint32_t i = 1; i < f.depth; ++i) {
+      cumem_stack_frame_t next = detail::init<cumem_stack_frame_t>();
+      check(cumem_snapshot_get_frame(get(), stack_id, i, &next));
+      out.push_back(next);
+    }
+    return out;
+  }
+  // The JSON (schema "cumem.snapshot" version 1), valid while the snapshot lives.
+  std::string_view json() const {
+    const char* text = nullptr;
+    size_t n = 0;
+    check(cumem_snapshot_to_json(get(), &text, &n));
+    return std::string_view(text, n);
+  }
+  void write_json(const std::string& path) const {
+    check(cumem_snapshot_write_json(get(), path.c_str()));
+  }
+
+ private:
+  static Snapshot take_impl(const cumem_resource_t* resource) {
+    cumem_snapshot_t* s = nullptr;
+    check(cumem_snapshot_take(resource, &s));
+    return Snapshot(s);
+  }
+  template <class T>
+  std::vector<T> list(uint64_t count,
+                      cumem_status_t (*fn)(const cumem_snapshot_t*, uint64_t, T*)) const {
+    std::vector<T> out;
+    out.reserve(static_cast<size_t>(count));
+    for (uint64_t i = 0; i < count; ++i) {
+      T item = detail::init<T>();
+      check(fn(get(), i, &item));
+      out.push_back(item);
+    }
+    return out;
+  }
+};
+
+inline std::string Resource::statistics_json() const {
+  return detail::snprintf_text([this](char* b, size_t c, size_t* n) {
+    return cumem_resource_statistics_json(get(), b, c, n);
+  });
+}
+// Every live resource's statistics as JSON.
+inline std::string statistics_json() {
+  return detail::snprintf_text(
+      [](char* b, size_t c, size_t* n) { return cumem_resource_statistics_json(nullptr, b, c, n); });
+}
+// The process's memory in text, as torch.cuda.memory_summary().
+inline std::string memory_summary() { return detail::snprintf_text(cumem_memory_summary); }
+
 static_assert(sizeof(Buffer) == sizeof(void*), "owners are one pointer wide");
 static_assert(sizeof(AllocationHandle) == sizeof(void*), "owners are one pointer wide");
 static_assert(sizeof(VirtualIpcHandle) == sizeof(void*), "owners are one pointer wide");
 static_assert(sizeof(StreamRef) == sizeof(void*), "views are one pointer wide");
+static_assert(sizeof(Snapshot) == sizeof(void*), "owners are one pointer wide");
 
 }  // namespace cumem
 

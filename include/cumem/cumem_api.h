@@ -216,6 +216,22 @@ typedef cumem_status_t (*PFN_cumem_discard_batch)(const cumem_stream_t* stream, 
 typedef cumem_status_t (*PFN_cumem_discard_prefetch_batch)(const cumem_stream_t* stream, size_t count, cumem_buffer_t* const* buffers, const cumem_location_t* locations, size_t num_locations);
 typedef cumem_status_t (*PFN_cumem_batch_get_statistics)(cumem_batch_statistics_t* stats);
 typedef cumem_status_t (*PFN_cumem_caching_resource_release_capture_pool)(cumem_resource_t* resource, uint64_t capture_id);
+typedef void (*PFN_cumem_memory_history_options_init)(cumem_memory_history_options_t* options);
+typedef cumem_status_t (*PFN_cumem_memory_history_start)(const cumem_memory_history_options_t* options);
+typedef cumem_status_t (*PFN_cumem_memory_history_stop)(void);
+typedef cumem_status_t (*PFN_cumem_snapshot_take)(const cumem_resource_t* resource, cumem_snapshot_t** out_snapshot);
+typedef cumem_status_t (*PFN_cumem_snapshot_retain)(cumem_snapshot_t* snapshot);
+typedef cumem_status_t (*PFN_cumem_snapshot_release)(cumem_snapshot_t* snapshot);
+typedef cumem_status_t (*PFN_cumem_snapshot_get_totals)(const cumem_snapshot_t* snapshot, cumem_snapshot_totals_t* totals);
+typedef cumem_status_t (*PFN_cumem_snapshot_get_resource)(const cumem_snapshot_t* snapshot, uint64_t index, cumem_snapshot_resource_t* resource);
+typedef cumem_status_t (*PFN_cumem_snapshot_get_segment)(const cumem_snapshot_t* snapshot, uint64_t index, cumem_snapshot_segment_t* segment);
+typedef cumem_status_t (*PFN_cumem_snapshot_get_block)(const cumem_snapshot_t* snapshot, uint64_t index, cumem_snapshot_block_t* block);
+typedef cumem_status_t (*PFN_cumem_snapshot_get_event)(const cumem_snapshot_t* snapshot, uint64_t index, cumem_memory_event_t* event);
+typedef cumem_status_t (*PFN_cumem_snapshot_get_frame)(const cumem_snapshot_t* snapshot, uint32_t stack_id, uint32_t index, cumem_stack_frame_t* frame);
+typedef cumem_status_t (*PFN_cumem_snapshot_to_json)(const cumem_snapshot_t* snapshot, const char** out_json, size_t* out_length);
+typedef cumem_status_t (*PFN_cumem_snapshot_write_json)(const cumem_snapshot_t* snapshot, const char* path);
+typedef cumem_status_t (*PFN_cumem_resource_statistics_json)(const cumem_resource_t* resource, char* buffer, size_t capacity, size_t* out_length);
+typedef cumem_status_t (*PFN_cumem_memory_summary)(char* buffer, size_t capacity, size_t* out_length);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -420,6 +436,22 @@ struct cumem_api_t {
   PFN_cumem_discard_prefetch_batch cumem_discard_prefetch_batch;
   PFN_cumem_batch_get_statistics cumem_batch_get_statistics;
   PFN_cumem_caching_resource_release_capture_pool cumem_caching_resource_release_capture_pool;
+  PFN_cumem_memory_history_options_init cumem_memory_history_options_init;
+  PFN_cumem_memory_history_start cumem_memory_history_start;
+  PFN_cumem_memory_history_stop cumem_memory_history_stop;
+  PFN_cumem_snapshot_take cumem_snapshot_take;
+  PFN_cumem_snapshot_retain cumem_snapshot_retain;
+  PFN_cumem_snapshot_release cumem_snapshot_release;
+  PFN_cumem_snapshot_get_totals cumem_snapshot_get_totals;
+  PFN_cumem_snapshot_get_resource cumem_snapshot_get_resource;
+  PFN_cumem_snapshot_get_segment cumem_snapshot_get_segment;
+  PFN_cumem_snapshot_get_block cumem_snapshot_get_block;
+  PFN_cumem_snapshot_get_event cumem_snapshot_get_event;
+  PFN_cumem_snapshot_get_frame cumem_snapshot_get_frame;
+  PFN_cumem_snapshot_to_json cumem_snapshot_to_json;
+  PFN_cumem_snapshot_write_json cumem_snapshot_write_json;
+  PFN_cumem_resource_statistics_json cumem_resource_statistics_json;
+  PFN_cumem_memory_summary cumem_memory_summary;
 };
 
 #ifdef __cplusplus

@@ -52,6 +52,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -62,15 +63,19 @@
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "../log.hpp"
+#include "../snapshot/history.hpp"
+#include "../snapshot/snapshot.hpp"
 #include "../thread_shard.hpp"
 #include "caching/bins.hpp"
 #include "caching/capture_pools.hpp"
 #include "caching/expandable.hpp"
+#include "caching/inventory.hpp"
 #include "caching/segments.hpp"
 #include "caching/size_classes.hpp"
 #include "caching/stream_order.hpp"
 #include "caching/thread_cache.hpp"
 #include "caching/vmm_pages.hpp"
+#include "snapshottable.hpp"
 #include "sync_resource.hpp"
 #include "trimmable.hpp"
 
@@ -108,12 +113,13 @@ struct Central {
   std::unique_ptr<Segments> segments;
   StreamRefs streams;
   Counters counts;
+  SmallSegments small_segments;  // for snapshots: every small upstream allocation held
 };
 
 // A block with the stream it was freed on, moved between caches.
 using BlockOn = std::pair<Block, Ref<Stream>>;
 
-class CachingResource final : public Adaptor, public Caching {
+class CachingResource final : public Adaptor, public Caching, public Snapshottable {
  public:
   // `pages`: where an expandable cache maps its pages; null for the plain cache.
   CachingResource(Ref<Resource> upstream, std::unique_ptr<PageSource> pages,
@@ -211,10 +217,16 @@ class CachingResource final : public Adaptor, public Caching {
     if (p->in_use == 0 && p->reserved == 0) pools_.erase(capture_id);
   }
 
-  void release_cached() override { give_back_cached(0); }
+  void release_cached() override {
+    const uint64_t before = reserved_.load(std::memory_order_relaxed);
+    give_back_cached(0);
+    record_trim(before, 0);
+  }
 
   void trim(uint64_t keep_bytes) override {
+    const uint64_t before = reserved_.load(std::memory_order_relaxed);
     give_back_cached(keep_bytes);
+    record_trim(before, keep_bytes);
     // The frees above are ordered on the legacy default stream: the upstream
     // has the memory back only once they ran, and trims only what it has.
     if (stream_ordered_ && device_) {
@@ -227,6 +239,24 @@ class CachingResource final : public Adaptor, public Caching {
 
   // Trimmable: a request from an adaptor above gives back every cached block.
   void trim_unused() override { trim(0); }
+
+  // Snapshottable: every segment and block, taken with every lock held at
+  // once (each shard's, then the central one; no other path holds a
+  // shard's lock while it takes another lock), so that the blocks add up.
+  void snapshot(snapshot::Builder& out) const override {
+    out.entry().caching = caching_statistics();
+    std::vector<std::unique_lock<Shard>> locks;
+    locks.reserve(kThreadShards + 1);
+    KeptBlocks kept;
+    for (size_t i = 0; i <= kThreadShards; ++i) {
+      locks.emplace_back(shards_[i]);
+      shards_[i].cache.for_each([&](const Block& b) { kept.emplace(b.ptr, b.key); });
+    }
+    std::lock_guard<std::mutex> lock(central_.mutex);
+    central_.small.for_each([&](const Block& b) { kept.emplace(b.ptr, b.key); });
+    describe_segments(*central_.segments, kept, out);
+    describe_small(central_.small_segments, kept, out);
+  }
 
  protected:
   void* do_allocate(size_t size, const Stream* stream) override {
@@ -417,8 +447,8 @@ class CachingResource final : public Adaptor, public Caching {
                  describe_bytes(size) + " rounded up) and was refused even after giving back " +
                  describe_bytes(before.bytes_cached) + " of cached blocks; it had " +
                  describe_bytes(before.bytes_reserved - before.bytes_cached) + " in use of " +
-                 describe_bytes(before.bytes_reserved) + " reserved; the upstream said: " +
-                 refusal);
+                 describe_bytes(before.bytes_reserved) + " reserved" + free_note(rounded) +
+                 "; the upstream said: " + refusal);
     }
     if (!is_small(rounded)) {
       std::lock_guard<std::mutex> lock(central_.mutex);
@@ -428,11 +458,18 @@ class CachingResource final : public Adaptor, public Caching {
         central_.streams.add(key, stream_ordered_ ? stream : nullptr);
       ++central_.counts.misses;
     } else {
+      {
+        std::lock_guard<std::mutex> lock(central_.mutex);
+        central_.small_segments.add(ptr, segment);
+      }
       Shard& s = shards_[thread_shard().index];
       std::lock_guard<Shard> lock(s);
       ++s.counts.misses;
     }
     count_reserved(segment);
+    if (history::on())
+      history::record(history::Action::segment_alloc, id(), ptr, segment,
+                      history::stream_value(stream));
     return ptr;
   }
 
@@ -464,7 +501,8 @@ class CachingResource final : public Adaptor, public Caching {
              describe_bytes(size) + " rounded up) even after giving back " +
              describe_bytes(before.bytes_cached) + " of cached blocks; it had " +
              describe_bytes(before.bytes_reserved - before.bytes_cached) + " in use of " +
-             describe_bytes(before.bytes_reserved) + " reserved; " + refusal);
+             describe_bytes(before.bytes_reserved) + " reserved" + free_note(rounded) + "; " +
+             refusal);
   }
 
   // The block, or nullptr when the pages are out of memory (why in `refusal`).
@@ -484,7 +522,30 @@ class CachingResource final : public Adaptor, public Caching {
     if (g.taken.split) central_.streams.add(key, stream_ordered_ ? stream : nullptr);
     ++central_.counts.misses;
     count_reserved(g.mapped);
+    if (history::on())
+      history::record(history::Action::segment_map, id(), g.mapped_at, g.mapped,
+                      history::stream_value(stream));
     return g.taken.ptr;
+  }
+
+  // For an out-of-memory message, after the cache gave back what it could:
+  // the free pieces left between blocks in use, the largest of them, and
+  // how fragmented they are (all are too small for `request`, or it would
+  // have been served).
+  std::string free_note(uint64_t request) {
+    std::lock_guard<std::mutex> lock(central_.mutex);
+    const uint64_t free_bytes = central_.segments->free_bytes();
+    if (free_bytes == 0) return "; no free block is left in its segments";
+    const uint64_t largest = central_.segments->largest_free();
+    const double fragmentation =
+        100.0 * (1.0 - static_cast<double>(largest) / static_cast<double>(free_bytes));
+    char percent[32];
+    std::snprintf(percent, sizeof percent, "%.1f%%", fragmentation);
+    return "; its segments still hold " + describe_bytes(free_bytes) + " free in " +
+           std::to_string(central_.segments->free_count()) +
+           " blocks between blocks in use, the largest " + describe_bytes(largest) +
+           " (fragmentation " + percent + ": every free block is smaller than the " +
+           describe_bytes(request) + " asked for)";
   }
 
   void count_reserved(uint64_t bytes) {
@@ -495,10 +556,20 @@ class CachingResource final : public Adaptor, public Caching {
     }
   }
 
+  // Under the central lock.
   void give_back(void* ptr, uint64_t size) {
     if (!ptr) return;
+    if (history::on()) history::record(history::Action::segment_free, id(), ptr, size, 0);
     upstream().deallocate_raw(ptr, static_cast<size_t>(size), nullptr);
+    central_.small_segments.remove(ptr);
     reserved_.fetch_sub(size, std::memory_order_relaxed);
+  }
+
+  void record_trim(uint64_t reserved_before, uint64_t keep_bytes) {
+    if (!history::on()) return;
+    const uint64_t now = reserved_.load(std::memory_order_relaxed);
+    history::record(history::Action::trim, id(), nullptr,
+                    reserved_before > now ? reserved_before - now : 0, 0, keep_bytes);
   }
 
   // Gives cached blocks back to the upstream until at most `keep` bytes
@@ -529,8 +600,13 @@ class CachingResource final : public Adaptor, public Caching {
     for (const Block& b : small) cached += b.size;
     central_.segments->release_whole(keep, cached,
                                      [&](void* ptr, uint64_t size) { give_back(ptr, size); });
-    if (expandable_)
-      reserved_.fetch_sub(expandable_->unmap_free(keep, cached), std::memory_order_relaxed);
+    if (expandable_) {
+      std::vector<std::pair<char*, uint64_t>> unmapped;
+      reserved_.fetch_sub(expandable_->unmap_free(keep, cached, history::on() ? &unmapped : nullptr),
+                          std::memory_order_relaxed);
+      for (const auto& [ptr, bytes] : unmapped)
+        history::record(history::Action::segment_unmap, id(), ptr, bytes, 0);
+    }
     std::sort(small.begin(), small.end(),
               [](const Block& a, const Block& b) { return a.size > b.size; });
     for (Block& b : small) {

@@ -9,6 +9,8 @@
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "../log.hpp"
+#include "../snapshot/history.hpp"
+#include "../snapshot/snapshot.hpp"
 
 namespace cumem::core {
 
@@ -131,12 +133,26 @@ void PoolResource::do_deallocate(void* ptr, size_t size, const Stream* stream) {
 std::string PoolResource::usage_details() const {
   try {
     const PoolAttributes a = pool_get_attributes();
-    return "; the pool reserves " + describe_bytes(a.reserved_mem_current) + " and uses " +
-           describe_bytes(a.used_mem_current);
+    std::string s = "; the pool reserves " + describe_bytes(a.reserved_mem_current) + " and uses " +
+                    describe_bytes(a.used_mem_current);
+    // The driver says how much of its reserve is free, not in how many
+    // pieces: the largest free block is unknown.
+    if (a.reserved_mem_current > a.used_mem_current)
+      s += ", so " + describe_bytes(a.reserved_mem_current - a.used_mem_current) +
+           " of its reserve is free (the driver does not report its largest free block)";
+    if (properties().memory_kind == MemoryKind::device) {
+      uint64_t free_bytes = 0, total = 0;
+      device_->memory_info(free_bytes, total);
+      s += "; " + device_->describe() + " has " + describe_bytes(free_bytes) + " free of " +
+           describe_bytes(total);
+    }
+    return s;
   } catch (...) {
     return "";
   }
 }
+
+void PoolResource::snapshot(snapshot::Builder& out) const { out.entry().pool = pool_get_attributes(); }
 
 namespace {
 
@@ -225,6 +241,8 @@ void PoolResource::pool_trim(uint64_t min_bytes_to_keep) {
   RelaxedCaptureMode relaxed;
   CUMEM_CU(cuMemPoolTrimTo, (pool_, static_cast<size_t>(min_bytes_to_keep)),
            "trimming " + describe() + " to " + describe_bytes(min_bytes_to_keep));
+  if (history::on())
+    history::record(history::Action::trim, id(), nullptr, 0, 0, min_bytes_to_keep);
 }
 
 void PoolResource::pool_set_access(const Device& peer, bool read_write) {

@@ -10,6 +10,7 @@
 #include "../ipc/shareable.hpp"
 #include "byte_budget.hpp"
 #include "resource.hpp"
+#include "snapshottable.hpp"
 #include "trimmable.hpp"
 
 namespace cumem::core {
@@ -23,7 +24,7 @@ struct PoolAttributes {
   uint64_t used_mem_current = 0, used_mem_high = 0;
 };
 
-class PoolResource : public Resource, public IpcShareable, public Trimmable {
+class PoolResource : public Resource, public IpcShareable, public Trimmable, public Snapshottable {
  public:
   // Takes `pool`; destroys it at the end when `owned`. A max_size above 0 is
   // enforced here on the bytes in use (the driver only caps what it
@@ -48,6 +49,9 @@ class PoolResource : public Resource, public IpcShareable, public Trimmable {
   bool pool_get_access(const Device& peer) const;
   // 0 when unlimited.
   uint64_t max_size() const noexcept { return budget_ ? budget_->limit() : 0; }
+  // Snapshottable: the pool's attributes (the driver lists no allocations:
+  // the snapshot has those from the memory history).
+  void snapshot(snapshot::Builder& out) const override;
 
   // IPC (properties().ipc_enabled): the pool's file descriptor, and a
   // buffer's export data (cuMemPoolExportPointer).

@@ -72,11 +72,14 @@ class Resource : public Object {
   }
   // The device whose context the resource uses; null for the host kind.
   const Device* device() const noexcept { return device_.get(); }
+  // The number naming it in snapshots and history events (src/snapshot/).
+  uint64_t id() const noexcept { return id_; }
   // "pool of device 0", "host resource", ... for messages.
   virtual std::string describe() const = 0;
 
  protected:
   Resource(Ref<Device> device, const ResourceProperties& properties);
+  ~Resource() override;
   virtual void* do_allocate(size_t size, const Stream* stream) = 0;
   virtual void do_deallocate(void* ptr, size_t size, const Stream* stream) = 0;
   // Extra words for an out-of-memory message ("; the pool reserves ...").
@@ -95,7 +98,12 @@ class Resource : public Object {
   struct alignas(64) Credit {
     std::atomic<int64_t> refs;
   };
+  // What a call does while the memory history is on (resource.cpp).
+  struct Recording;
+  void record_out_of_memory(size_t size, const Stream* stream) const noexcept;
+
   ResourceProperties properties_;
+  const uint64_t id_;
   Statistics statistics_;
   mutable Credit credits_[kThreadShards + 1];
 };

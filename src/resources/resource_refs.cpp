@@ -22,6 +22,8 @@
 // count: no reference is lost or counted twice.
 #include "resource.hpp"
 
+#include "../snapshot/registry.hpp"
+
 namespace cumem::core {
 namespace {
 
@@ -33,9 +35,14 @@ constexpr int64_t kMarks = kNotYet | kClosed;
 }  // namespace
 
 Resource::Resource(Ref<Device> device, const ResourceProperties& properties)
-    : Object(Tag::resource), device_(std::move(device)), properties_(properties) {
+    : Object(Tag::resource),
+      device_(std::move(device)),
+      properties_(properties),
+      id_(snapshot::next_resource_id()) {
   for (Credit& c : credits_) c.refs.store(kNotYet, std::memory_order_relaxed);
 }
+
+Resource::~Resource() { snapshot::unpublish(id_); }
 
 void Resource::retain() const noexcept {
   std::atomic<int64_t>& c = credits_[thread_shard().index].refs;
@@ -75,6 +82,9 @@ void Resource::release() const noexcept {
 
 void Resource::user_handles_live(bool live) const noexcept {
   if (live) {
+    // Whole now (a handle is handed out after construction): snapshots of
+    // the process may list it.
+    snapshot::publish(*this);
     // Opens the shards, once: after a close they stay closed.
     for (Credit& c : credits_) {
       int64_t expected = kNotYet;

@@ -13,7 +13,9 @@
 
 #include "../error.hpp"
 #include "../log.hpp"
+#include "../snapshot/snapshot.hpp"
 #include "adaptor.hpp"
+#include "snapshottable.hpp"
 #include "tracking_resource.hpp"
 
 namespace cumem::core {
@@ -21,7 +23,7 @@ namespace {
 
 constexpr int kMaxFrames = 24;
 
-class TrackingResource final : public Adaptor, public Tracking {
+class TrackingResource final : public Adaptor, public Tracking, public Snapshottable {
  public:
   TrackingResource(Ref<Resource> upstream, bool backtraces)
       : Adaptor(std::move(upstream), ResourceKind::tracking), backtraces_(backtraces) {}
@@ -48,6 +50,19 @@ class TrackingResource final : public Adaptor, public Tracking {
     count = live_.size();
     bytes = 0;
     for (const auto& [ptr, a] : live_) bytes += a.size;
+  }
+
+  // Snapshottable: each outstanding allocation with its stack, for the
+  // block at its address (the memory is the upstream's).
+  void snapshot(snapshot::Builder& out) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    uint64_t bytes = 0;
+    for (const auto& [ptr, a] : live_) {
+      bytes += a.size;
+      out.add_allocation(reinterpret_cast<uintptr_t>(ptr), a.size,
+                         reinterpret_cast<uintptr_t>(a.stream), a.frames);
+    }
+    out.entry().tracking = std::make_pair(static_cast<uint64_t>(live_.size()), bytes);
   }
 
  protected:

@@ -4,12 +4,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "../log.hpp"
+#include "../snapshot/snapshot.hpp"
 
 namespace cumem::core {
 namespace {
@@ -367,6 +369,23 @@ VirtualStatistics VirtualResource::virtual_statistics() const {
   s.chunks_created = spec_->chunks_created();
   s.chunks_released = spec_->chunks_released();
   return s;
+}
+
+void VirtualResource::snapshot(snapshot::Builder& out) const {
+  out.entry().virtual_statistics = virtual_statistics();
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<uintptr_t> addresses;
+  addresses.reserve(live_.size());
+  for (const auto& [address, a] : live_) addresses.push_back(address);
+  std::sort(addresses.begin(), addresses.end());
+  for (const uintptr_t address : addresses) {
+    const Allocation& a = live_.at(address);
+    const uint64_t reserved = a.range->reserved();
+    out.add_segment(snapshot::SegmentKind::virtual_range, address, reserved);
+    out.add_block(address, a.mapped_end, snapshot::BlockState::in_use, 0, a.size);
+    if (reserved > a.mapped_end)
+      out.add_block(address + a.mapped_end, reserved - a.mapped_end, snapshot::BlockState::unmapped);
+  }
 }
 
 void VirtualResource::release_pending() {

@@ -17,6 +17,7 @@
 #include "../ipc/shareable.hpp"
 #include "../vmm/release_queue.hpp"
 #include "resource.hpp"
+#include "snapshottable.hpp"
 
 namespace cumem::core {
 
@@ -45,7 +46,7 @@ struct VirtualStatistics {
   uint64_t chunks_released = 0;  // and released: the live ones are the difference
 };
 
-class VirtualResource final : public Resource, public IpcShareable {
+class VirtualResource final : public Resource, public IpcShareable, public Snapshottable {
  public:
   // Physical memory is mapped in chunks of this (PyTorch's large page),
   // rounded up to the granularity: few chunks per buffer (mapping costs per
@@ -66,6 +67,8 @@ class VirtualResource final : public Resource, public IpcShareable {
   void set_access(const Device& peer, vmm::Access access);
   vmm::Access get_access(const Device& peer) const;
   VirtualStatistics virtual_statistics() const;
+  // Snapshottable: each allocation's range, mapped and unmapped.
+  void snapshot(snapshot::Builder& out) const override;
   // Waits for the work that pending releases wait for, then releases them.
   void release_pending();
 

@@ -378,3 +378,66 @@ TEST(NullArguments, CudaGraphs) {
 }
 
 }  // namespace
+
+// Seeing the memory (cumem_memory_history_*, cumem_snapshot_*, statistics
+// as JSON, the summary). A NULL resource is allowed where it means every
+// live resource (cumem_snapshot_take, cumem_resource_statistics_json).
+namespace {
+
+TEST(NullArguments, SeeingTheMemory) {
+  cumem_snapshot_t* snap = nullptr;
+  cumem_snapshot_totals_t t = CUMEM_SNAPSHOT_TOTALS_INIT;
+  cumem_snapshot_resource_t r = CUMEM_SNAPSHOT_RESOURCE_INIT;
+  cumem_snapshot_segment_t seg = CUMEM_SNAPSHOT_SEGMENT_INIT;
+  cumem_snapshot_block_t b = CUMEM_SNAPSHOT_BLOCK_INIT;
+  cumem_memory_event_t e = CUMEM_MEMORY_EVENT_INIT;
+  cumem_stack_frame_t f = CUMEM_STACK_FRAME_INIT;
+  const char* json = nullptr;
+  size_t n = 0;
+  expect_all({
+      {"cumem_snapshot_take", "out_snapshot", [&] { return cumem_snapshot_take(nullptr, nullptr); }},
+      {"cumem_snapshot_retain", "snapshot", [&] { return cumem_snapshot_retain(nullptr); }},
+      {"cumem_snapshot_get_totals", "snapshot", [&] { return cumem_snapshot_get_totals(nullptr, &t); }},
+      {"cumem_snapshot_get_resource", "snapshot", [&] { return cumem_snapshot_get_resource(nullptr, 0, &r); }},
+      {"cumem_snapshot_get_segment", "snapshot", [&] { return cumem_snapshot_get_segment(nullptr, 0, &seg); }},
+      {"cumem_snapshot_get_block", "snapshot", [&] { return cumem_snapshot_get_block(nullptr, 0, &b); }},
+      {"cumem_snapshot_get_event", "snapshot", [&] { return cumem_snapshot_get_event(nullptr, 0, &e); }},
+      {"cumem_snapshot_get_frame", "snapshot", [&] { return cumem_snapshot_get_frame(nullptr, 1, 0, &f); }},
+      {"cumem_snapshot_to_json", "snapshot", [&] { return cumem_snapshot_to_json(nullptr, &json, &n); }},
+      {"cumem_snapshot_write_json", "snapshot", [&] { return cumem_snapshot_write_json(nullptr, "x"); }},
+      {"cumem_resource_statistics_json", "out_length", [&] { return cumem_resource_statistics_json(nullptr, nullptr, 0, nullptr); }},
+      {"cumem_memory_summary", "out_length", [&] { return cumem_memory_summary(nullptr, 0, nullptr); }},
+      {"cumem_memory_summary", "buffer", [&] { return cumem_memory_summary(nullptr, 8, &n); }},
+  });
+  EXPECT_EQ(cumem_snapshot_release(nullptr), CUMEM_SUCCESS) << "release(NULL) is fine";
+  cumem_memory_history_options_init(nullptr);  // does nothing
+
+  // NULL out-pointers and out structs next to a live snapshot.
+  CUMEM_ASSERT_OK(cumem_snapshot_take(nullptr, &snap));
+  expect_all({
+      {"cumem_snapshot_get_totals", "totals", [&] { return cumem_snapshot_get_totals(snap, nullptr); }},
+      {"cumem_snapshot_get_resource", "resource", [&] { return cumem_snapshot_get_resource(snap, 0, nullptr); }},
+      {"cumem_snapshot_get_segment", "segment", [&] { return cumem_snapshot_get_segment(snap, 0, nullptr); }},
+      {"cumem_snapshot_get_block", "block", [&] { return cumem_snapshot_get_block(snap, 0, nullptr); }},
+      {"cumem_snapshot_get_event", "event", [&] { return cumem_snapshot_get_event(snap, 0, nullptr); }},
+      {"cumem_snapshot_get_frame", "frame", [&] { return cumem_snapshot_get_frame(snap, 1, 0, nullptr); }},
+      {"cumem_snapshot_to_json", "out_json", [&] { return cumem_snapshot_to_json(snap, nullptr, &n); }},
+      {"cumem_snapshot_to_json", "out_length", [&] { return cumem_snapshot_to_json(snap, &json, nullptr); }},
+      {"cumem_snapshot_write_json", "path", [&] { return cumem_snapshot_write_json(snap, nullptr); }},
+  });
+  // An out struct's rules: a zero-filled one is refused, writing nothing.
+  cumem_snapshot_totals_t zero{};
+  CUMEM_EXPECT_ERROR(cumem_snapshot_get_totals(snap, &zero), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "zero-filled");
+  EXPECT_EQ(zero.segment_count, 0u);
+  // An older caller's smaller struct gets only the fields it covers.
+  t.struct_size = 16;
+  t.block_count = 12345;
+  CUMEM_ASSERT_OK(cumem_snapshot_get_totals(snap, &t));
+  EXPECT_EQ(t.struct_size, 16u);
+  EXPECT_EQ(t.block_count, 12345u);
+  CUMEM_ASSERT_OK(cumem_snapshot_release(snap));
+  CUMEM_EXPECT_ERROR(cumem_snapshot_release(snap), CUMEM_ERROR_INVALID_ARGUMENT, "snapshot");
+}
+
+}  // namespace

@@ -329,3 +329,47 @@ TEST(ZeroDefaults, CopyOptionsZeroFilledAreTheDefaults) {
   cumem_buffer_release(b);
   cumem_resource_release(host);
 }
+
+// Seeing the memory: the history's options (an _init function and its
+// macro) and the snapshot's out structs.
+TEST(ZeroDefaults, SeeingTheMemoryStructs) {
+  EXPECT_TRUE(same_bytes(from_init(cumem_memory_history_options_init),
+                         zero_filled<cumem_memory_history_options_t>()));
+  EXPECT_TRUE(same_bytes(
+      CUMEM_FROM_MACRO(cumem_memory_history_options_t, CUMEM_MEMORY_HISTORY_OPTIONS_INIT),
+      zero_filled<cumem_memory_history_options_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_snapshot_totals_t, CUMEM_SNAPSHOT_TOTALS_INIT),
+                         zero_filled<cumem_snapshot_totals_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_snapshot_resource_t, CUMEM_SNAPSHOT_RESOURCE_INIT),
+                         zero_filled<cumem_snapshot_resource_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_snapshot_segment_t, CUMEM_SNAPSHOT_SEGMENT_INIT),
+                         zero_filled<cumem_snapshot_segment_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_snapshot_block_t, CUMEM_SNAPSHOT_BLOCK_INIT),
+                         zero_filled<cumem_snapshot_block_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_memory_event_t, CUMEM_MEMORY_EVENT_INIT),
+                         zero_filled<cumem_memory_event_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_stack_frame_t, CUMEM_STACK_FRAME_INIT),
+                         zero_filled<cumem_stack_frame_t>()));
+  // Zero-filled options are the defaults: stacks off, 65536 events.
+  const auto options = zero_filled<cumem_memory_history_options_t>();
+  CUMEM_ASSERT_OK(cumem_memory_history_start(&options));
+  cumem_resource_t* host = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
+  for (int i = 0; i < 40000; ++i) {
+    void* p = nullptr;
+    CUMEM_ASSERT_OK(cumem_resource_allocate_raw(host, 64, nullptr, &p));
+    CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(host, p, 64, nullptr));
+  }
+  cumem_snapshot_t* s = nullptr;
+  CUMEM_ASSERT_OK(cumem_snapshot_take(host, &s));
+  cumem_snapshot_totals_t t = CUMEM_SNAPSHOT_TOTALS_INIT;
+  CUMEM_ASSERT_OK(cumem_snapshot_get_totals(s, &t));
+  EXPECT_EQ(t.event_count, 65536u);
+  EXPECT_EQ(t.events_dropped, 80000u - 65536u);
+  cumem_memory_event_t e = CUMEM_MEMORY_EVENT_INIT;
+  CUMEM_ASSERT_OK(cumem_snapshot_get_event(s, 0, &e));
+  EXPECT_EQ(e.stack_id, 0u) << "no stacks by default";
+  cumem_snapshot_release(s);
+  cumem_resource_release(host);
+  CUMEM_ASSERT_OK(cumem_memory_history_stop());
+}

@@ -23,6 +23,8 @@ __all__ = [
     "ipc_receive_virtual", "Graph",
     "Host", "CopyOptions", "copy_batch", "copy_batch_raw", "prefetch_batch", "discard_batch",
     "discard_prefetch_batch", "batch_statistics",
+    "record_memory_history", "memory_snapshot", "dump_snapshot", "to_pytorch",
+    "dump_pytorch_snapshot", "statistics_json", "memory_summary",
 ]
 
 _V = ctypes.c_void_p
@@ -464,3 +466,6 @@ from ._batch import (  # noqa: E402
     discard_prefetch_batch, prefetch_batch)
 from ._program import (  # noqa: E402
     Kernel, Library, Program, kernel_arguments, launch, launch_config, nvrtc_version)
+from ._snapshot import (  # noqa: E402
+    dump_pytorch_snapshot, dump_snapshot, memory_snapshot, memory_summary, record_memory_history,
+    statistics_json, to_pytorch)

@@ -33,6 +33,7 @@ class Stack {
   ~Stack() { std::free(blocks_); }
   size_t size() const { return size_; }
   Block& operator[](size_t i) { return blocks_[i]; }
+  const Block& operator[](size_t i) const { return blocks_[i]; }
   void push(const Block& b) {
     if (size_ == capacity_) grow();
     blocks_[size_++] = b;
@@ -94,6 +95,12 @@ struct Bins {
       }
     }
     return false;
+  }
+  // Calls fn(block) for every block (a snapshot looks).
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (const Stack& c : classes)
+      for (size_t i = 0; i < c.size(); ++i) fn(c[i]);
   }
   // Calls fn(block) for every block, then empties the bins.
   template <class Fn>

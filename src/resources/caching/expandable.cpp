@@ -89,6 +89,7 @@ Grown ExpandableSegments::grow(uint64_t rounded, uintptr_t key) {
       pages_mapped_ += bytes / page;
       Grown g;
       g.mapped = bytes;
+      g.mapped_at = u->ptr;
       erase_unmapped(u);
       if (bytes < u->size) {
         Piece* rest = insert_after(u, u->ptr + bytes, u->size - bytes);
@@ -146,7 +147,8 @@ void ExpandableSegments::make_unmapped(Piece* p, uint64_t lo, uint64_t hi) {
   insert_unmapped(mid);
 }
 
-uint64_t ExpandableSegments::unmap_free(uint64_t keep, uint64_t& cached) {
+uint64_t ExpandableSegments::unmap_free(uint64_t keep, uint64_t& cached,
+                                        std::vector<std::pair<char*, uint64_t>>* spans_out) {
   const uint64_t page = pages_.page_size();
   // The whole pages inside each free piece of a range: (bytes, address,
   // piece, first and last page offset within the piece).
@@ -169,9 +171,11 @@ uint64_t ExpandableSegments::unmap_free(uint64_t keep, uint64_t& cached) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.ptr < b.ptr;
   });
   uint64_t unmapped = 0;
+  if (spans_out) spans_out->reserve(spans_out->size() + spans.size());  // no throw below
   for (const Span& s : spans) {
     if (cached <= keep) break;
     s.piece->segment->pages->unmap(offset_of(s.piece) + s.lo, s.bytes);
+    if (spans_out) spans_out->emplace_back(s.piece->ptr + s.lo, s.bytes);
     mapped_ -= s.bytes;
     pages_unmapped_ += s.bytes / page;
     make_unmapped(s.piece, s.lo, s.hi);

@@ -35,6 +35,7 @@ struct ExpandableSegment {
 struct Grown {
   Taken taken;              // the new block (on the asking stream's key)
   uint64_t mapped = 0;      // bytes of pages mapped for it
+  char* mapped_at = nullptr;  // where
   // Free pieces it took in (a free neighbour of the new pages, on the
   // asking stream or on none): the free pieces on these keys are one fewer.
   uintptr_t consumed[2] = {};
@@ -59,8 +60,10 @@ class ExpandableSegments : public Segments {
   // Unmaps the whole pages of free pieces, the largest spans first, while
   // `cached` > `keep` (each span's bytes are taken off `cached`), then
   // destroys the ranges left with nothing mapped. Only after a wait for the
-  // device (the pieces' work is done). Returns the bytes unmapped.
-  uint64_t unmap_free(uint64_t keep, uint64_t& cached);
+  // device (the pieces' work is done). Returns the bytes unmapped; each
+  // span unmapped (address, bytes) goes into `spans` when given.
+  uint64_t unmap_free(uint64_t keep, uint64_t& cached,
+                      std::vector<std::pair<char*, uint64_t>>* spans = nullptr);
 
   uint64_t mapped_bytes() const { return mapped_; }  // pages mapped now
   uint64_t pages_mapped() const { return pages_mapped_; }    // ever

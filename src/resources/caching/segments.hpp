@@ -89,7 +89,11 @@ class Segments {
 
   uint64_t free_bytes() const { return free_bytes_; }
   bool has_free() const { return !by_size_.empty(); }
+  uint64_t largest_free() const { return by_size_.empty() ? 0 : std::get<0>(*by_size_.rbegin()); }
+  size_t free_count() const { return by_size_.size(); }
   size_t piece_count() const { return pieces_.size(); }
+  // Every piece by address (a snapshot walks them: inventory.hpp).
+  const std::unordered_map<void*, Piece*>& pieces() const { return pieces_; }
 
  protected:
   void insert_free(Piece* p);

@@ -76,6 +76,12 @@ class ThreadCache {
     return old;
   }
 
+  // Calls fn(block) for every kept block, small and large (a snapshot looks).
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    small_.for_each(fn);
+    for (const Block& b : large_) fn(b);
+  }
   // Calls fn(block) for every kept large block and forgets them.
   template <class Fn>
   void drain_large(Fn&& fn) {

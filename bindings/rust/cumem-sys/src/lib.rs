@@ -1539,3 +1539,304 @@ extern "C" {
     ) -> cumem_status_t;
     pub fn cumem_batch_get_statistics(stats: *mut cumem_batch_statistics_t) -> cumem_status_t;
 }
+
+// ---------------------------------------------------------------------------
+// Seeing the memory: the memory history, snapshots, statistics as JSON, the
+// summary (cumem.h, "Seeing the memory")
+// ---------------------------------------------------------------------------
+
+opaque!(cumem_snapshot_t);
+
+pub type cumem_memory_action_t = i32;
+pub const CUMEM_MEMORY_ACTION_ALLOCATE: cumem_memory_action_t = 1;
+pub const CUMEM_MEMORY_ACTION_FREE: cumem_memory_action_t = 2;
+pub const CUMEM_MEMORY_ACTION_SEGMENT_ALLOC: cumem_memory_action_t = 3;
+pub const CUMEM_MEMORY_ACTION_SEGMENT_FREE: cumem_memory_action_t = 4;
+pub const CUMEM_MEMORY_ACTION_SEGMENT_MAP: cumem_memory_action_t = 5;
+pub const CUMEM_MEMORY_ACTION_SEGMENT_UNMAP: cumem_memory_action_t = 6;
+pub const CUMEM_MEMORY_ACTION_OUT_OF_MEMORY: cumem_memory_action_t = 7;
+pub const CUMEM_MEMORY_ACTION_TRIM: cumem_memory_action_t = 8;
+pub const CUMEM_MEMORY_ACTION_CAPTURE_BEGIN: cumem_memory_action_t = 9;
+pub const CUMEM_MEMORY_ACTION_CAPTURE_END: cumem_memory_action_t = 10;
+
+pub type cumem_segment_kind_t = i32;
+pub const CUMEM_SEGMENT_SEGMENT: cumem_segment_kind_t = 1;
+pub const CUMEM_SEGMENT_SMALL: cumem_segment_kind_t = 2;
+pub const CUMEM_SEGMENT_EXPANDABLE: cumem_segment_kind_t = 3;
+pub const CUMEM_SEGMENT_VIRTUAL_RANGE: cumem_segment_kind_t = 4;
+pub const CUMEM_SEGMENT_ALLOCATION: cumem_segment_kind_t = 5;
+
+pub type cumem_block_state_t = i32;
+pub const CUMEM_BLOCK_IN_USE: cumem_block_state_t = 1;
+pub const CUMEM_BLOCK_CACHED: cumem_block_state_t = 2;
+pub const CUMEM_BLOCK_UNMAPPED: cumem_block_state_t = 3;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_memory_history_options_t {
+    pub struct_size: u32,
+    pub stacks: cumem_bool_t,
+    pub max_entries: u64,
+}
+impl Default for cumem_memory_history_options_t {
+    /// CUMEM_MEMORY_HISTORY_OPTIONS_INIT: no stacks, 65536 events.
+    fn default() -> Self {
+        Self { struct_size: struct_size::<Self>(), stacks: CUMEM_FALSE, max_entries: 0 }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_snapshot_totals_t {
+    pub struct_size: u32,
+    pub resource_count: u32,
+    pub segment_count: u64,
+    pub block_count: u64,
+    pub event_count: u64,
+    pub bytes_reserved: u64,
+    pub bytes_in_use: u64,
+    pub bytes_requested: u64,
+    pub bytes_cached: u64,
+    pub bytes_unmapped: u64,
+    pub largest_free_block: u64,
+    pub fragmented_bytes: u64,
+    pub events_recorded: u64,
+    pub events_dropped: u64,
+    pub time_ns: u64,
+}
+impl Default for cumem_snapshot_totals_t {
+    /// CUMEM_SNAPSHOT_TOTALS_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            resource_count: 0,
+            segment_count: 0,
+            block_count: 0,
+            event_count: 0,
+            bytes_reserved: 0,
+            bytes_in_use: 0,
+            bytes_requested: 0,
+            bytes_cached: 0,
+            bytes_unmapped: 0,
+            largest_free_block: 0,
+            fragmented_bytes: 0,
+            events_recorded: 0,
+            events_dropped: 0,
+            time_ns: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_snapshot_resource_t {
+    pub struct_size: u32,
+    pub kind: cumem_resource_kind_t,
+    pub id: u64,
+    pub upstream_id: u64,
+    pub device_id: i32,
+    pub reserved0: u32,
+    /// Valid while the snapshot lives.
+    pub name: *const c_char,
+    pub bytes_in_use: u64,
+    pub peak_bytes_in_use: u64,
+    pub live_allocations: u64,
+    pub bytes_reserved: u64,
+    pub bytes_cached: u64,
+    pub largest_free_block: u64,
+}
+impl Default for cumem_snapshot_resource_t {
+    /// CUMEM_SNAPSHOT_RESOURCE_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            kind: 0,
+            id: 0,
+            upstream_id: 0,
+            device_id: 0,
+            reserved0: 0,
+            name: core::ptr::null(),
+            bytes_in_use: 0,
+            peak_bytes_in_use: 0,
+            live_allocations: 0,
+            bytes_reserved: 0,
+            bytes_cached: 0,
+            largest_free_block: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_snapshot_segment_t {
+    pub struct_size: u32,
+    pub kind: cumem_segment_kind_t,
+    pub resource_id: u64,
+    pub address: u64,
+    pub size: u64,
+    pub stream: u64,
+    pub device_id: i32,
+    pub reserved0: u32,
+    pub first_block: u64,
+    pub block_count: u64,
+}
+impl Default for cumem_snapshot_segment_t {
+    /// CUMEM_SNAPSHOT_SEGMENT_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            kind: 0,
+            resource_id: 0,
+            address: 0,
+            size: 0,
+            stream: 0,
+            device_id: 0,
+            reserved0: 0,
+            first_block: 0,
+            block_count: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_snapshot_block_t {
+    pub struct_size: u32,
+    pub state: cumem_block_state_t,
+    pub address: u64,
+    pub size: u64,
+    pub requested_size: u64,
+    pub stream: u64,
+    pub segment: u64,
+    pub stack_id: u32,
+    pub reserved0: u32,
+}
+impl Default for cumem_snapshot_block_t {
+    /// CUMEM_SNAPSHOT_BLOCK_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            state: 0,
+            address: 0,
+            size: 0,
+            requested_size: 0,
+            stream: 0,
+            segment: 0,
+            stack_id: 0,
+            reserved0: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_memory_event_t {
+    pub struct_size: u32,
+    pub action: cumem_memory_action_t,
+    pub time_ns: u64,
+    pub address: u64,
+    pub size: u64,
+    pub stream: u64,
+    pub resource_id: u64,
+    pub detail: u64,
+    pub thread_id: u32,
+    pub stack_id: u32,
+}
+impl Default for cumem_memory_event_t {
+    /// CUMEM_MEMORY_EVENT_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            action: 0,
+            time_ns: 0,
+            address: 0,
+            size: 0,
+            stream: 0,
+            resource_id: 0,
+            detail: 0,
+            thread_id: 0,
+            stack_id: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_stack_frame_t {
+    pub struct_size: u32,
+    pub depth: u32,
+    pub address: u64,
+    /// Valid while the snapshot lives.
+    pub function: *const c_char,
+    /// Valid while the snapshot lives.
+    pub module: *const c_char,
+    pub offset: u64,
+}
+impl Default for cumem_stack_frame_t {
+    /// CUMEM_STACK_FRAME_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            depth: 0,
+            address: 0,
+            function: core::ptr::null(),
+            module: core::ptr::null(),
+            offset: 0,
+        }
+    }
+}
+
+extern "C" {
+    pub fn cumem_memory_history_options_init(options: *mut cumem_memory_history_options_t);
+    pub fn cumem_memory_history_start(options: *const cumem_memory_history_options_t) -> cumem_status_t;
+    pub fn cumem_memory_history_stop() -> cumem_status_t;
+    pub fn cumem_snapshot_take(
+        resource: *const cumem_resource_t,
+        out_snapshot: *mut *mut cumem_snapshot_t,
+    ) -> cumem_status_t;
+    pub fn cumem_snapshot_retain(snapshot: *mut cumem_snapshot_t) -> cumem_status_t;
+    pub fn cumem_snapshot_release(snapshot: *mut cumem_snapshot_t) -> cumem_status_t;
+    pub fn cumem_snapshot_get_totals(
+        snapshot: *const cumem_snapshot_t,
+        totals: *mut cumem_snapshot_totals_t,
+    ) -> cumem_status_t;
+    pub fn cumem_snapshot_get_resource(
+        snapshot: *const cumem_snapshot_t,
+        index: u64,
+        resource: *mut cumem_snapshot_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_snapshot_get_segment(
+        snapshot: *const cumem_snapshot_t,
+        index: u64,
+        segment: *mut cumem_snapshot_segment_t,
+    ) -> cumem_status_t;
+    pub fn cumem_snapshot_get_block(
+        snapshot: *const cumem_snapshot_t,
+        index: u64,
+        block: *mut cumem_snapshot_block_t,
+    ) -> cumem_status_t;
+    pub fn cumem_snapshot_get_event(
+        snapshot: *const cumem_snapshot_t,
+        index: u64,
+        event: *mut cumem_memory_event_t,
+    ) -> cumem_status_t;
+    pub fn cumem_snapshot_get_frame(
+        snapshot: *const cumem_snapshot_t,
+        stack_id: u32,
+        index: u32,
+        frame: *mut cumem_stack_frame_t,
+    ) -> cumem_status_t;
+    pub fn cumem_snapshot_to_json(
+        snapshot: *const cumem_snapshot_t,
+        out_json: *mut *const c_char,
+        out_length: *mut usize,
+    ) -> cumem_status_t;
+    pub fn cumem_snapshot_write_json(snapshot: *const cumem_snapshot_t, path: *const c_char) -> cumem_status_t;
+    pub fn cumem_resource_statistics_json(
+        resource: *const cumem_resource_t,
+        buffer: *mut c_char,
+        capacity: usize,
+        out_length: *mut usize,
+    ) -> cumem_status_t;
+    pub fn cumem_memory_summary(buffer: *mut c_char, capacity: usize, out_length: *mut usize) -> cumem_status_t;
+}

@@ -168,6 +168,44 @@ fn layouts() -> Vec<Layout> {
             grows_moved => grows_moved, shrinks => shrinks, chunks_created => chunks_created,
             chunks_released => chunks_released,
         }),
+        layout!(cumem_memory_history_options_t {
+            struct_size => struct_size, stacks => stacks, max_entries => max_entries,
+        }),
+        layout!(cumem_snapshot_totals_t {
+            struct_size => struct_size, resource_count => resource_count,
+            segment_count => segment_count, block_count => block_count, event_count => event_count,
+            bytes_reserved => bytes_reserved, bytes_in_use => bytes_in_use,
+            bytes_requested => bytes_requested, bytes_cached => bytes_cached,
+            bytes_unmapped => bytes_unmapped, largest_free_block => largest_free_block,
+            fragmented_bytes => fragmented_bytes, events_recorded => events_recorded,
+            events_dropped => events_dropped, time_ns => time_ns,
+        }),
+        layout!(cumem_snapshot_resource_t {
+            struct_size => struct_size, kind => kind, id => id, upstream_id => upstream_id,
+            device_id => device_id, reserved0 => reserved0, name => name,
+            bytes_in_use => bytes_in_use, peak_bytes_in_use => peak_bytes_in_use,
+            live_allocations => live_allocations, bytes_reserved => bytes_reserved,
+            bytes_cached => bytes_cached, largest_free_block => largest_free_block,
+        }),
+        layout!(cumem_snapshot_segment_t {
+            struct_size => struct_size, kind => kind, resource_id => resource_id, address => address,
+            size => size, stream => stream, device_id => device_id, reserved0 => reserved0,
+            first_block => first_block, block_count => block_count,
+        }),
+        layout!(cumem_snapshot_block_t {
+            struct_size => struct_size, state => state, address => address, size => size,
+            requested_size => requested_size, stream => stream, segment => segment,
+            stack_id => stack_id, reserved0 => reserved0,
+        }),
+        layout!(cumem_memory_event_t {
+            struct_size => struct_size, action => action, time_ns => time_ns, address => address,
+            size => size, stream => stream, resource_id => resource_id, detail => detail,
+            thread_id => thread_id, stack_id => stack_id,
+        }),
+        layout!(cumem_stack_frame_t {
+            struct_size => struct_size, depth => depth, address => address, function => function,
+            module => module, offset => offset,
+        }),
         layout!(cumem_copy_options_t {
             struct_size => struct_size, src_access_order => src_access_order,
             src_location_hint => src_location_hint, dst_location_hint => dst_location_hint,
@@ -377,6 +415,13 @@ fn defaults_init_functions_and_zero_filled_structs_are_the_same_bytes() {
     same!(cumem_failure_callback_t, cumem_failure_callback_init);
     same!(cumem_batch_statistics_t);
     same!(cumem_failure_info_t);
+    same!(cumem_memory_history_options_t, cumem_memory_history_options_init);
+    same!(cumem_snapshot_totals_t);
+    same!(cumem_snapshot_resource_t);
+    same!(cumem_snapshot_segment_t);
+    same!(cumem_snapshot_block_t);
+    same!(cumem_memory_event_t);
+    same!(cumem_stack_frame_t);
 }
 
 #[test]

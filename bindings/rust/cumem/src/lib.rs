@@ -1408,3 +1408,245 @@ impl Resource {
         made
     }
 }
+
+// ---------------------------------------------------------------------------
+// Seeing the memory: the memory history, snapshots, statistics as JSON, the
+// summary (cumem.h, "Seeing the memory")
+// ---------------------------------------------------------------------------
+
+/// Options of the memory history (`cumem_memory_history_options_t`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryHistoryOptions {
+    /// Record each event's native call stack.
+    pub stacks: bool,
+    /// The events kept (the newest); 0: 65536.
+    pub max_entries: u64,
+}
+
+/// Turns the memory history on for the whole process, emptied
+/// (PyTorch's `_record_memory_history`).
+pub fn memory_history_start(options: MemoryHistoryOptions) -> Result<()> {
+    let o = sys::cumem_memory_history_options_t {
+        stacks: options.stacks as u32,
+        max_entries: options.max_entries,
+        ..Default::default()
+    };
+    // SAFETY: o initialised as CUMEM_MEMORY_HISTORY_OPTIONS_INIT.
+    check(unsafe { sys::cumem_memory_history_start(&o) })
+}
+
+/// Turns the memory history off; its events stay for snapshots.
+pub fn memory_history_stop() -> Result<()> {
+    // SAFETY: no arguments.
+    check(unsafe { sys::cumem_memory_history_stop() })
+}
+
+/// A resource of a snapshot (`cumem_snapshot_resource_t`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotResource {
+    /// `sys::CUMEM_RESOURCE_*`.
+    pub kind: i32,
+    pub id: u64,
+    /// 0: none.
+    pub upstream_id: u64,
+    /// -1: host memory.
+    pub device_id: i32,
+    pub name: String,
+    pub bytes_in_use: u64,
+    pub peak_bytes_in_use: u64,
+    pub live_allocations: u64,
+    pub bytes_reserved: u64,
+    pub bytes_cached: u64,
+    pub largest_free_block: u64,
+}
+
+/// A stack frame, innermost first (`cumem_stack_frame_t`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackFrame {
+    pub address: u64,
+    /// "" where the module exports no symbol there.
+    pub function: String,
+    pub module: String,
+    pub offset: u64,
+}
+
+/// A snapshot of memory: of a resource and its upstreams, or of the whole
+/// process (`cumem_snapshot_t`). Segments, blocks and events are the C
+/// structs (`sys::cumem_snapshot_segment_t`, ...).
+pub struct Snapshot {
+    raw: NonNull<sys::cumem_snapshot_t>,
+}
+// SAFETY: a snapshot is immutable.
+unsafe impl Send for Snapshot {}
+unsafe impl Sync for Snapshot {}
+
+fn owned_text(p: *const std::os::raw::c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: a NUL-terminated string the snapshot keeps alive; copied at once.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// A text written like snprintf, asked for until it fits.
+fn snprintf_text(f: impl Fn(*mut std::os::raw::c_char, usize, &mut usize) -> sys::cumem_status_t) -> Result<String> {
+    let mut n = 0usize;
+    check(f(ptr::null_mut(), 0, &mut n))?;
+    loop {
+        let mut buffer = vec![0u8; n + 1];
+        let capacity = buffer.len();
+        check(f(buffer.as_mut_ptr().cast(), capacity, &mut n))?;
+        if n < capacity {
+            buffer.truncate(n);
+            return Ok(String::from_utf8_lossy(&buffer).into_owned());
+        }
+    }
+}
+
+impl Snapshot {
+    fn take_raw(resource: *const sys::cumem_resource_t) -> Result<Snapshot> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: a live resource or NULL (every live resource); valid out pointer.
+        check(unsafe { sys::cumem_snapshot_take(resource, &mut raw) })?;
+        Ok(Snapshot { raw: non_null(raw) })
+    }
+    /// `resource` and its upstreams.
+    pub fn take(resource: &Resource) -> Result<Snapshot> {
+        Self::take_raw(resource.raw.as_ptr())
+    }
+    /// Every live resource of the process.
+    pub fn take_all() -> Result<Snapshot> {
+        Self::take_raw(ptr::null())
+    }
+
+    pub fn totals(&self) -> Result<sys::cumem_snapshot_totals_t> {
+        let mut t = sys::cumem_snapshot_totals_t::default();
+        // SAFETY: live snapshot; struct_size set by Default.
+        check(unsafe { sys::cumem_snapshot_get_totals(self.raw.as_ptr(), &mut t) })?;
+        Ok(t)
+    }
+
+    fn list<T: Default>(
+        &self,
+        count: u64,
+        get: unsafe extern "C" fn(*const sys::cumem_snapshot_t, u64, *mut T) -> sys::cumem_status_t,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::with_capacity(count as usize);
+        for i in 0..count {
+            let mut item = T::default();
+            // SAFETY: live snapshot, index in range, struct_size set by Default.
+            check(unsafe { get(self.raw.as_ptr(), i, &mut item) })?;
+            out.push(item);
+        }
+        Ok(out)
+    }
+
+    pub fn resources(&self) -> Result<Vec<SnapshotResource>> {
+        let raw = self.list(self.totals()?.resource_count as u64, sys::cumem_snapshot_get_resource)?;
+        Ok(raw
+            .into_iter()
+            .map(|r| SnapshotResource {
+                kind: r.kind,
+                id: r.id,
+                upstream_id: r.upstream_id,
+                device_id: r.device_id,
+                name: owned_text(r.name),
+                bytes_in_use: r.bytes_in_use,
+                peak_bytes_in_use: r.peak_bytes_in_use,
+                live_allocations: r.live_allocations,
+                bytes_reserved: r.bytes_reserved,
+                bytes_cached: r.bytes_cached,
+                largest_free_block: r.largest_free_block,
+            })
+            .collect())
+    }
+    /// By resource, then by address.
+    pub fn segments(&self) -> Result<Vec<sys::cumem_snapshot_segment_t>> {
+        self.list(self.totals()?.segment_count, sys::cumem_snapshot_get_segment)
+    }
+    /// Segment after segment, each by address.
+    pub fn blocks(&self) -> Result<Vec<sys::cumem_snapshot_block_t>> {
+        self.list(self.totals()?.block_count, sys::cumem_snapshot_get_block)
+    }
+    /// Oldest first.
+    pub fn events(&self) -> Result<Vec<sys::cumem_memory_event_t>> {
+        self.list(self.totals()?.event_count, sys::cumem_snapshot_get_event)
+    }
+    /// The frames of a block's or an event's stack; none for 0.
+    pub fn frames(&self, stack_id: u32) -> Result<Vec<StackFrame>> {
+        let mut out = Vec::new();
+        if stack_id == 0 {
+            return Ok(out);
+        }
+        let mut depth = 1;
+        let mut i = 0;
+        while i < depth {
+            let mut f = sys::cumem_stack_frame_t::default();
+            // SAFETY: live snapshot; struct_size set by Default.
+            check(unsafe { sys::cumem_snapshot_get_frame(self.raw.as_ptr(), stack_id, i, &mut f) })?;
+            depth = f.depth;
+            out.push(StackFrame {
+                address: f.address,
+                function: owned_text(f.function),
+                module: owned_text(f.module),
+                offset: f.offset,
+            });
+            i += 1;
+        }
+        Ok(out)
+    }
+    /// The JSON (schema "cumem.snapshot" version 1).
+    pub fn json(&self) -> Result<&str> {
+        let mut text = ptr::null();
+        let mut n = 0usize;
+        // SAFETY: live snapshot, valid out pointers.
+        check(unsafe { sys::cumem_snapshot_to_json(self.raw.as_ptr(), &mut text, &mut n) })?;
+        // SAFETY: n bytes of UTF-8 the snapshot keeps while it lives (as long as &self).
+        let bytes = unsafe { std::slice::from_raw_parts(text.cast::<u8>(), n) };
+        Ok(std::str::from_utf8(bytes).expect("libcumem's JSON is UTF-8"))
+    }
+    pub fn write_json(&self, path: &str) -> Result<()> {
+        let p = std::ffi::CString::new(path).map_err(|_| Error {
+            status: Status::INVALID_ARGUMENT,
+            message: "Snapshot::write_json: the path holds a NUL byte".to_string(),
+        })?;
+        // SAFETY: live snapshot, NUL-terminated path.
+        check(unsafe { sys::cumem_snapshot_write_json(self.raw.as_ptr(), p.as_ptr()) })
+    }
+}
+
+impl Clone for Snapshot {
+    fn clone(&self) -> Self {
+        // SAFETY: live snapshot; the new reference is the clone's.
+        check(unsafe { sys::cumem_snapshot_retain(self.raw.as_ptr()) }).expect("retain of a live snapshot");
+        Snapshot { raw: self.raw }
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference.
+        unsafe { sys::cumem_snapshot_release(self.raw.as_ptr()) };
+    }
+}
+
+impl Resource {
+    /// This resource's statistics and its upstreams', as JSON (schema
+    /// "cumem.statistics").
+    pub fn statistics_json(&self) -> Result<String> {
+        // SAFETY: live resource; the buffer and its capacity come from snprintf_text.
+        snprintf_text(|b, c, n| unsafe { sys::cumem_resource_statistics_json(self.raw.as_ptr(), b, c, n) })
+    }
+}
+
+/// Every live resource's statistics as JSON.
+pub fn statistics_json() -> Result<String> {
+    // SAFETY: NULL: every live resource; the buffer comes from snprintf_text.
+    snprintf_text(|b, c, n| unsafe { sys::cumem_resource_statistics_json(ptr::null(), b, c, n) })
+}
+
+/// The process's memory in text, as `torch.cuda.memory_summary()`.
+pub fn memory_summary() -> Result<String> {
+    // SAFETY: the buffer and its capacity come from snprintf_text.
+    snprintf_text(|b, c, n| unsafe { sys::cumem_memory_summary(b, c, n) })
+}
