@@ -215,6 +215,7 @@ typedef cumem_status_t (*PFN_cumem_prefetch_batch)(const cumem_stream_t* stream,
 typedef cumem_status_t (*PFN_cumem_discard_batch)(const cumem_stream_t* stream, size_t count, cumem_buffer_t* const* buffers);
 typedef cumem_status_t (*PFN_cumem_discard_prefetch_batch)(const cumem_stream_t* stream, size_t count, cumem_buffer_t* const* buffers, const cumem_location_t* locations, size_t num_locations);
 typedef cumem_status_t (*PFN_cumem_batch_get_statistics)(cumem_batch_statistics_t* stats);
+typedef cumem_status_t (*PFN_cumem_framework_configure)(const char* configuration);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -418,6 +419,7 @@ struct cumem_api_t {
   PFN_cumem_discard_batch cumem_discard_batch;
   PFN_cumem_discard_prefetch_batch cumem_discard_prefetch_batch;
   PFN_cumem_batch_get_statistics cumem_batch_get_statistics;
+  PFN_cumem_framework_configure cumem_framework_configure;
 };
 
 #ifdef __cplusplus
