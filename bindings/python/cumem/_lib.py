@@ -274,6 +274,13 @@ for _name, _res, _args in [
     ("cumem_discard_prefetch_batch", _S, [V, ctypes.c_size_t, ctypes.POINTER(V),
                                           ctypes.POINTER(Location), ctypes.c_size_t]),
     ("cumem_batch_get_statistics", _S, [ctypes.POINTER(BatchStatistics)]),
+    # The rest of the buffer and stream calls (issue 25: complete bindings).
+    ("cumem_buffer_resource", _S, [V, c_void_pp]),
+    ("cumem_buffer_set_deallocation_stream", _S, [V, V]),
+    ("cumem_buffer_advise", _S, [V, ctypes.c_int32, Location]),
+    ("cumem_buffer_wrap_owned", _S, [V, V, ctypes.c_size_t, c_void_pp]),
+    ("cumem_buffer_register_host", _S, [V, V, ctypes.c_size_t, c_void_pp]),
+    ("cumem_stream_per_thread_default", _S, [V, c_void_pp]),
 ]:
     _declare(_name, _res, *_args)
 
