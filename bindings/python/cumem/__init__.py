@@ -1,14 +1,18 @@
 """libcumem from Python, through ctypes only (no compiled extension).
 
-The library is found through $CUMEM_LIBRARY, next to this package, or on
-the loader's search path. Devices, streams, resources, buffers, copies and
-fills, kernels compiled at run time and launched (``Program``,
-``launch``), DLPack both ways (``Buffer.__dlpack__`` / ``__dlpack_device__`` and
-``from_dlpack``), and the framework allocator hook-up (``cumem.torch``,
-``cumem.cupy``). Batch copies and batched managed-memory operations
-(``copy_batch``, ``prefetch_batch``, ...), each device's memory resource
-(``Device.memory_resource``) and the failure-callback adaptor. Every
-failure raises ``CumemError`` with the status and libcumem's message.
+Installed (`pip install .`), the package loads the libcumem.so.1 inside it;
+else $CUMEM_LIBRARY (which, when set, is the only file tried), or
+libcumem.so.1 from the loader's search path. Devices, streams, events,
+resources (every kind and adaptor), buffers, copies and fills, IPC (pools
+and buffers shared between processes), kernels compiled at run time and
+launched (``Program``, ``launch``), DLPack and the CUDA array interface both
+ways, the framework allocator hook-ups (``cumem.torch``, ``cumem.cupy``, the
+Numba plugin ``cumem.numba``) and their configuration (``configure``), and
+cuda.core interop (``cumem.cuda_core``). Every call that takes a stream
+takes a cumem.Stream or any object with ``__cuda_stream__`` (cuda.core,
+CuPy, PyTorch streams); every call that takes a device takes a
+cumem.Device, an ordinal or cuda.core's Device. Every failure raises
+``CumemError`` with the status and libcumem's message.
 """
 import ctypes
 
@@ -770,3 +774,24 @@ from ._batch import (  # noqa: E402
     discard_prefetch_batch, prefetch_batch)
 from ._program import (  # noqa: E402
     Kernel, Library, Program, kernel_arguments, launch, launch_config, nvrtc_version)
+
+# Issue 25: complete bindings, other libraries' objects, configuration.
+from ._event import Event  # noqa: E402
+from ._ipc import AllocationHandle, IpcDescriptor, ipc_receive, ipc_send  # noqa: E402
+from ._program import ProgramOptions  # noqa: E402
+from ._dlpack import as_buffer  # noqa: E402
+from ._config import configure  # noqa: E402
+
+
+def get_include():
+    """The folder holding cumem/cumem.h (and the other headers) of an
+    installed package, for extensions built against libcumem; None in a
+    source tree (use its include/)."""
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+    return path if os.path.isdir(path) else None
+
+
+__all__ += ["Event", "AllocationHandle", "IpcDescriptor", "ipc_send", "ipc_receive",
+            "as_buffer", "configure", "set_log_level", "log_level", "set_log_callback",
+            "get_include"]

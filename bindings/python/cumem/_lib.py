@@ -1,4 +1,8 @@
-"""Loading libcumem.so.1 and declaring the C functions used (ctypes only)."""
+"""Loading libcumem.so.1 and declaring the C functions used (ctypes only).
+
+The library: the file $CUMEM_LIBRARY names, when set (only that one); else
+the libcumem.so.1 inside the package (an installed wheel's); else
+libcumem.so.1 through the loader's search path (a system install)."""
 import ctypes
 import os
 
@@ -6,11 +10,14 @@ _NAME = "libcumem.so.1"
 
 
 def _candidates():
+    # $CUMEM_LIBRARY, when set, is the only file tried: a library named on
+    # purpose and not loadable is an error, not a reason to load another.
     env = os.environ.get("CUMEM_LIBRARY")
     if env:
         yield env
+        return
     here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(here, _NAME)
+    yield os.path.join(here, _NAME)  # the installed package's own (the wheel's)
     yield _NAME  # the loader's search path
 
 
