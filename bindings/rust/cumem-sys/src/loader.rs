@@ -38,6 +38,15 @@ extern "C" {
     fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
     fn dlvsym(handle: *mut c_void, symbol: *const c_char, version: *const c_char) -> *mut c_void;
     fn dlerror() -> *mut c_char;
+    fn dladdr(address: *const c_void, info: *mut DlInfo) -> c_int;
+}
+
+#[repr(C)]
+struct DlInfo {
+    dli_fname: *const c_char,
+    dli_fbase: *mut c_void,
+    dli_sname: *const c_char,
+    dli_saddr: *mut c_void,
 }
 
 const RTLD_NOW: c_int = 2;
@@ -80,7 +89,22 @@ fn open(path: &str) -> Result<Library, String> {
     if api.is_null() {
         return Err(format!("{path}: not libcumem (no cumem_get_api@LIBCUMEM_1)"));
     }
-    Ok(Library { handle, path: path.into() })
+    // The file the loader chose (a bare name was searched for).
+    let mut info = DlInfo {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: an address inside the loaded library and a valid out struct.
+    let found = unsafe { dladdr(api, &mut info) } != 0 && !info.dli_fname.is_null();
+    let path = if found {
+        // SAFETY: dladdr gives a NUL-terminated name, valid while loaded.
+        unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned()
+    } else {
+        path.to_string()
+    };
+    Ok(Library { handle, path })
 }
 
 fn load() -> Result<Library, CString> {
@@ -237,6 +261,7 @@ macro_rules! functions {
         /// # Safety
         /// As the C function: the arguments must be what cumem.h says.
         #[inline]
+        #[allow(clippy::too_many_arguments)] // the C signature
         pub unsafe fn $name($($arg: $ty),*) $(-> $ret)? {
             static SYMBOL: $crate::loader::Symbol =
                 $crate::loader::Symbol::new(concat!(stringify!($name), "\0"));
