@@ -91,17 +91,20 @@ def test_without_numba_the_import_says_so(monkeypatch):
 
 
 @pytest.mark.device
-def test_device_arrays_come_from_the_framework_resource(numba, device):
+def test_device_arrays_come_from_the_framework_resource(numba, device, request):
     fake, plugin = numba
     manager = plugin.CumemNumbaManager(context=context(0))
     manager.initialize()
+    # cuMemAlloc memory (the fake device's default too), which Numba's IPC shares.
+    cumem.set_framework_resource(0, cumem.Resource.legacy_device(device))
+    request.addfinalizer(lambda: cumem.set_framework_resource(0, None))
     resource = cumem.framework_resource(0)
     before = resource.statistics()["bytes_in_use"]
     memory = manager.memalloc(1000)
     assert memory.size == 1000 and memory.handle.value != 0
     assert resource.statistics()["bytes_in_use"] == before + 1000
     assert manager.allocations[memory.handle.value].ptr == memory.handle.value
-    # The legacy device resource (the fake device's) shares through Numba's own IPC.
+    # The legacy device resource shares through Numba's own IPC.
     assert manager.get_ipc_handle(memory)[0] == "numba's cuIpcGetMemHandle path"
     memory.free()  # Numba's finalizer: freed at once
     assert resource.statistics()["bytes_in_use"] == before
