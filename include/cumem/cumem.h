@@ -2063,11 +2063,11 @@ CUMEM_API cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* reso
  *
  * The resource: for each device ordinal, the one given to
  * cumem_framework_set_resource; until one is given (or after it is given
- * NULL), the one the configuration describes: CUMEM_ALLOC_CONF, or the text
- * given to cumem_framework_configure (its keys are listed there), made on
- * first use. Without either, the environment variable
- * CUMEM_FRAMEWORK_RESOURCE names it (read once, at the first choice; it is
- * the older spelling of CUMEM_ALLOC_CONF's kind): "device" (or unset/empty) for the device's memory
+ * NULL), the one the configuration describes (made on first use): the
+ * environment variable CUMEM_ALLOC_CONF (read once, at the first choice),
+ * or the text last given to cumem_framework_configure; the keys are listed
+ * there. The older CUMEM_FRAMEWORK_RESOURCE is CUMEM_ALLOC_CONF's kind in
+ * one word: "device" (or unset/empty) for the device's memory
  * resource (cumem_device_get_memory_resource: the device's default-pool
  * device resource unless cumem_device_set_memory_resource changed it),
  * looked up at each allocation so that it follows that setting; "caching"
