@@ -163,7 +163,8 @@ def ipc_send(sock, handle=None, descriptors=()):
     is sent."""
     descriptors = [_as_descriptor(d) for d in descriptors]
     if len(descriptors) > MAX_DESCRIPTORS:
-        raise ValueError(f"ipc_send: {len(descriptors)} descriptors; at most {MAX_DESCRIPTORS} a message")
+        raise ValueError(f"ipc_send: {len(descriptors)} descriptors; at most {MAX_DESCRIPTORS} "
+                         "a message")
     array = (_CDescriptor * max(len(descriptors), 1))(*(d._c() for d in descriptors))
     _check(lib.cumem_ipc_send(_fileno(sock), handle.handle if handle is not None else None,
                               array if descriptors else None, len(descriptors)))

@@ -220,5 +220,6 @@ def launch(kernel, stream, grid, block, *args, shared_memory_bytes=0):
     values = kernel_arguments(args)
     pointers = (ctypes.c_void_p * max(len(values), 1))(
         *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
-    _check(lib.cumem_launch(kernel.handle, _stream(stream, kernel.library.device_ordinal), ctypes.byref(config), pointers,
+    s = _stream(stream, kernel.library.device_ordinal)
+    _check(lib.cumem_launch(kernel.handle, s, ctypes.byref(config), pointers,
                             len(values)))

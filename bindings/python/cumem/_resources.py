@@ -156,7 +156,8 @@ def _destroy_trampoline(user_data):
 def callback_resource(resource_cls, allocate, deallocate, device, memory_kind, device_accessible,
                       host_accessible, stream_ordered):
     if memory_kind not in MEMORY_KIND_VALUES:
-        raise ValueError(f"memory_kind {memory_kind!r} is not one of {', '.join(MEMORY_KIND_VALUES)}")
+        raise ValueError(f"memory_kind {memory_kind!r} is not one of "
+                         f"{', '.join(MEMORY_KIND_VALUES)}")
     key = next(_keys)
     with _callbacks_lock:
         _callbacks[key] = (allocate, deallocate)
@@ -199,7 +200,8 @@ def set_pool_attributes(resource, **changes):
                 "reuse_allow_internal_dependencies", "release_threshold")
     for k in changes:
         if k not in settable:
-            raise ValueError(f"pool attribute {k!r} cannot be set; these can: {', '.join(settable)}")
+            raise ValueError(f"pool attribute {k!r} cannot be set; these can: "
+                             f"{', '.join(settable)}")
     a = PoolAttributes(ctypes.sizeof(PoolAttributes))
     _check(lib.cumem_resource_pool_get_attributes(resource.handle, ctypes.byref(a)))
     for k, v in changes.items():
