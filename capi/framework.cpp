@@ -133,3 +133,10 @@ CUMEM_EXPORT void cumem_cupy_free(void* param, void* ptr, int device_id) {
   (void)device_id;
   report(impl::cumem_cupy_free(ptr));
 }
+
+CUMEM_EXPORT cumem_status_t cumem_framework_configure(const char* configuration) {
+  CUMEM_TRY
+  if (!configuration) null_argument("configuration");
+  framework::configure(configuration);
+  CUMEM_CATCH
+}

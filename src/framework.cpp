@@ -1,17 +1,22 @@
 #include "framework.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
+#include "alloc_conf.hpp"
 #include "capture.hpp"
 #include "deferred_frees.hpp"
 #include "default_resource.hpp"
 #include "driver/driver.hpp"
 #include "error.hpp"
+#include "log.hpp"
 #include "native_stream.hpp"
 #include "resources/caching_resource.hpp"
 #include "snapshot/registry.hpp"
@@ -23,14 +28,16 @@ constexpr int kMaxDevices = 64;
 constexpr size_t kShards = 64;
 
 // The resource choice of one device: the one set_resource gave, else the
-// default ($CUMEM_FRAMEWORK_RESOURCE over the device's memory resource),
-// cached with the device memory resource's version it was made for.
+// default (the configuration's resource, src/alloc_conf.hpp), cached with
+// the configuration's generation and, when it is made over the device's
+// memory resource, that resource and its version.
 struct Slot {
   std::mutex mutex;
   Ref<Resource> resource;
   Ref<Resource> fallback;
-  Ref<Resource> fallback_upstream;  // the device's memory resource under it
+  Ref<Resource> fallback_upstream;  // the device's memory resource under it, if used
   uint64_t fallback_version = 0;
+  uint64_t fallback_generation = 0;
 };
 
 // `stream` is held so that a stream libcumem created outlives the
@@ -72,44 +79,69 @@ void check_device(int device) {
   (void)Device::get(device);  // throws no_device (or no_driver) for a bad ordinal
 }
 
-// What $CUMEM_FRAMEWORK_RESOURCE asks for, read once (as CUMEM_LOG_LEVEL
-// is): the device's memory resource, or a caching adaptor over it.
-enum class DefaultKind { device, caching, expandable, invalid };
-DefaultKind default_kind(std::string& value) {
-  static const std::string* env = [] {
-    const char* v = std::getenv("CUMEM_FRAMEWORK_RESOURCE");
-    return new std::string(v ? v : "");
-  }();
-  value = *env;
-  if (env->empty() || *env == "device") return DefaultKind::device;
-  if (*env == "caching") return DefaultKind::caching;
-  if (*env == "expandable") return DefaultKind::expandable;
-  return DefaultKind::invalid;
+// The configuration: read from the environment at the first choice
+// (CUMEM_ALLOC_CONF, CUMEM_FRAMEWORK_RESOURCE), replaced by configure().
+// A bad environment is kept as its message, refused at every choice until
+// configure() replaces it. The generation changes with each configure(), so
+// that a slot sees with one atomic load that its default is still current.
+struct Configuration {
+  std::mutex mutex;
+  bool loaded = false;
+  std::shared_ptr<const AllocConf> conf;
+  std::string error;
+  std::atomic<uint64_t> generation{1};
+};
+Configuration& configuration() {
+  static Configuration* c = new Configuration;  // never destroyed, as State
+  return *c;
 }
 
-// The default for `device` over its memory resource `upstream`: the
-// upstream itself, or a caching adaptor over it (`kept`, the slot's adaptor
-// of before, when it was made over the same upstream).
-Ref<Resource> make_default(Ref<Resource> upstream, const Ref<Resource>& kept,
-                           const Ref<Resource>& kept_upstream) {
-  std::string value;
-  switch (default_kind(value)) {
-    case DefaultKind::device: return upstream;
-    case DefaultKind::caching:
-      if (kept && kept_upstream.get() == upstream.get()) return kept;
-      return create_caching_resource(std::move(upstream));
-    case DefaultKind::expandable: {
-      // The caching adaptor with expandable segments (PyTorch's
-      // expandable_segments:True).
-      if (kept && kept_upstream.get() == upstream.get()) return kept;
-      CachingOptions expandable;
-      expandable.expandable = true;
-      return create_caching_resource(std::move(upstream), expandable);
+std::shared_ptr<const AllocConf> current_conf(uint64_t& generation) {
+  Configuration& c = configuration();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (!c.loaded) {
+    try {
+      c.conf = std::make_shared<const AllocConf>(alloc_conf_from_environment(
+          std::getenv("CUMEM_ALLOC_CONF"), std::getenv("CUMEM_FRAMEWORK_RESOURCE")));
+    } catch (const Error& e) {
+      c.error = e.what();
     }
-    case DefaultKind::invalid: break;
+    c.loaded = true;
   }
-  fail(Status::invalid_argument, "CUMEM_FRAMEWORK_RESOURCE is '" + value +
-                                     "'; it must be 'device', 'caching', 'expandable' or unset");
+  generation = c.generation.load(std::memory_order_relaxed);
+  if (!c.conf) fail(Status::invalid_argument, c.error);
+  return c.conf;
+}
+
+// The default for `device` as `conf` says, over `upstream` (the device's
+// memory resource, when the configuration uses it).
+Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upstream) {
+  Ref<Resource> r = std::move(upstream);
+  if (conf.managed) {
+    r = create_managed_resource(Device::get(device), Location{}, true);
+  } else if (conf.own_pool) {
+    // A pool of the framework's own (RMM's CudaAsyncMemoryResource with a
+    // release threshold), so that the device's default pool, which others
+    // share, keeps its attributes.
+    PoolOptions pool;
+    pool.use_default_pool = false;
+    pool.release_threshold = conf.release_threshold;
+    r = create_device_resource(Device::get(device), pool);
+  }
+  if (conf.kind == AllocConf::Kind::caching) {
+    CachingOptions caching;
+    caching.expandable = conf.expandable;
+    caching.page_size = conf.page_size;
+    r = create_caching_resource(std::move(r), caching);
+  }
+  // Above the cache: it caps what the framework's allocations hold, and an
+  // expandable cache's large blocks never reach an adaptor beneath it.
+  if (conf.limit) r = create_limit_resource(std::move(r), conf.limit);
+  if (log::enabled(log::Level::info))
+    log::write(log::Level::info, "the framework resource of device " + std::to_string(device) +
+                                     " is made as configured: " +
+                                     (conf.text().empty() ? "the defaults" : conf.text()));
+  return r;
 }
 
 
@@ -140,26 +172,52 @@ Ref<Resource> get_resource(int device) {
   // Read before the device's resource is: a change in between makes the
   // next call look again, never keeps a stale choice.
   const uint64_t version = device_memory_resource_version(device);
+  const uint64_t generation = configuration().generation.load(std::memory_order_acquire);
   Ref<Resource> kept, kept_upstream;
+  uint64_t kept_generation = 0;
   {
     std::lock_guard<std::mutex> lock(slot.mutex);
     if (slot.resource) return slot.resource;
-    if (slot.fallback && slot.fallback_version == version) return slot.fallback;
+    if (slot.fallback && slot.fallback_generation == generation &&
+        (!slot.fallback_upstream || slot.fallback_version == version))
+      return slot.fallback;
     kept = slot.fallback;
     kept_upstream = slot.fallback_upstream;
+    kept_generation = slot.fallback_generation;
   }
   check_device(device);
-  Ref<Resource> upstream = device_memory_resource(*Device::get(device));
-  Ref<Resource> made = make_default(upstream, kept, kept_upstream);
+  uint64_t conf_generation = 0;
+  const std::shared_ptr<const AllocConf> conf = current_conf(conf_generation);
+  Ref<Resource> upstream;
+  if (conf->uses_device_memory_resource()) upstream = device_memory_resource(*Device::get(device));
+  // The device's memory resource changed back to the one the default was
+  // made over (set, then reset to the same default): that default stays.
+  Ref<Resource> made = kept && kept_generation == conf_generation && kept_upstream &&
+                               kept_upstream.get() == upstream.get()
+                           ? kept
+                           : make_default(*conf, device, upstream);
   snapshot::publish(*made);  // listed in snapshots of the process
   std::lock_guard<std::mutex> lock(slot.mutex);
   if (slot.resource) return slot.resource;  // set meanwhile
-  // Another thread made one for the same version first: theirs stays.
-  if (slot.fallback && slot.fallback_version == version) return slot.fallback;
+  // Another thread made one for the same choice first: theirs stays.
+  if (slot.fallback && slot.fallback_generation == conf_generation &&
+      (!slot.fallback_upstream || slot.fallback_version == version))
+    return slot.fallback;
   slot.fallback = made;
   slot.fallback_upstream = std::move(upstream);
   slot.fallback_version = version;
+  slot.fallback_generation = conf_generation;
   return made;
+}
+
+void configure(std::string_view text) {
+  auto conf = std::make_shared<const AllocConf>(parse_alloc_conf(text, ""));
+  Configuration& c = configuration();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.conf = std::move(conf);
+  c.error.clear();
+  c.loaded = true;
+  c.generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void* allocate(int device, size_t size, CUstream stream, Resource* resource) {

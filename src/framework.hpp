@@ -9,15 +9,22 @@
 #include <cuda.h>
 
 #include <cstddef>
+#include <string_view>
 
 #include "resources/resource.hpp"
 
 namespace cumem::core::framework {
 
 // The resource for `device` (null: back to the default, made on first use
-// as $CUMEM_FRAMEWORK_RESOURCE says).
+// as the configuration says: $CUMEM_ALLOC_CONF, $CUMEM_FRAMEWORK_RESOURCE,
+// or configure()).
 void set_resource(int device, Ref<Resource> resource);
 Ref<Resource> get_resource(int device);
+
+// Replaces the configuration of the defaults (src/alloc_conf.hpp's text)
+// for every device; each device's default is made anew at its next choice.
+// Throws invalid_argument (nothing changed) for text that does not parse.
+void configure(std::string_view text);
 
 // `size` bytes for `device` ordered on `stream`, from `resource` (null: the
 // device's). Size 0 gives nullptr.

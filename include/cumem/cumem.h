@@ -2106,8 +2106,11 @@ CUMEM_API cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* reso
  *
  * The resource: for each device ordinal, the one given to
  * cumem_framework_set_resource; until one is given (or after it is given
- * NULL), the one the environment variable CUMEM_FRAMEWORK_RESOURCE names
- * (read once, at the first choice): "device" (or unset/empty) for the device's memory
+ * NULL), the one the configuration describes (made on first use): the
+ * environment variable CUMEM_ALLOC_CONF (read once, at the first choice),
+ * or the text last given to cumem_framework_configure; the keys are listed
+ * there. The older CUMEM_FRAMEWORK_RESOURCE is CUMEM_ALLOC_CONF's kind in
+ * one word: "device" (or unset/empty) for the device's memory
  * resource (cumem_device_get_memory_resource: the device's default-pool
  * device resource unless cumem_device_set_memory_resource changed it),
  * looked up at each allocation so that it follows that setting; "caching"
@@ -2178,7 +2181,11 @@ CUMEM_API cumem_status_t cumem_framework_set_resource(int32_t device,
  *  making the default one if none is made yet: asked twice with nothing
  *  set in between, it gives the same resource.
  *  CUMEM_ERROR_NO_DEVICE: as for cumem_framework_set_resource.
- *  CUMEM_ERROR_INVALID_ARGUMENT: CUMEM_FRAMEWORK_RESOURCE names no kind. */
+ *  CUMEM_ERROR_INVALID_ARGUMENT: CUMEM_FRAMEWORK_RESOURCE names no kind, or
+ *  CUMEM_ALLOC_CONF is refused (see cumem_framework_configure below).
+ *  The default resource's own errors when it cannot be made as configured
+ *  (CUMEM_ERROR_NOT_SUPPORTED: release_threshold on a device without memory
+ *  pools, expandable without virtual memory management, ...). */
 CUMEM_API cumem_status_t cumem_framework_get_resource(int32_t device,
                                                       cumem_resource_t** out_resource);
 /** PyTorch: `size` bytes on `device`, ordered on the cudaStream_t `stream`. */
@@ -2190,6 +2197,64 @@ CUMEM_API void cumem_torch_free(void* ptr, size_t size, int device, void* stream
 CUMEM_API void* cumem_cupy_malloc(void* param, size_t size, int device_id);
 /** CuPy: frees `ptr` from cumem_cupy_malloc. */
 CUMEM_API void cumem_cupy_free(void* param, void* ptr, int device_id);
+
+/* The configuration of the framework entry points' default resource (since
+ * 1.1): one line of `key:value` items separated by commas, as PyTorch's
+ * PYTORCH_CUDA_ALLOC_CONF is, read from the environment variable
+ * CUMEM_ALLOC_CONF at the first choice of a resource, or given to
+ * cumem_framework_configure (which replaces it), e.g.
+ * "kind:caching,expandable:true,limit:40GiB". Spaces around keys and values
+ * and empty items are ignored; "" (or the variable unset) is the defaults.
+ * Sizes are a whole number of bytes with an optional unit, in any case: B,
+ * KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000).
+ * Booleans are true, false, 1 or 0, in any case. The keys:
+ *  - kind: device (default) | caching. device: the memory itself (below);
+ *    caching: a caching adaptor over it (cumem_caching_resource_create).
+ *  - expandable: boolean, default false; needs kind:caching: the caching
+ *    adaptor's expandable segments
+ *    (cumem_caching_resource_options_t.expandable, PyTorch's
+ *    expandable_segments:True).
+ *  - page_size: size, default 0 (20 MiB); needs expandable:true: the
+ *    expandable segments' page (cumem_caching_resource_options_t.page_size).
+ *  - limit: size, default 0 (none): a limit adaptor on top of everything
+ *    (cumem_limit_resource_create), so that the framework's allocations
+ *    together hold at most this many bytes (their requested sizes);
+ *    beyond it an allocation fails as out of memory.
+ *  - release_threshold: size, default unset: the memory is a new device
+ *    memory pool of the framework's own (cumem_device_resource_create with
+ *    new_pool), with this release threshold (bytes the pool keeps reserved
+ *    after a synchronisation; 0 keeps none), instead of the device's memory
+ *    resource, whose default pool others share.
+ *  - managed: boolean, default false: the memory is unified memory
+ *    (cumem_managed_resource_create with the default options) instead of
+ *    the device's memory resource.
+ * The memory, without release_threshold or managed, is the device's memory
+ * resource (cumem_device_get_memory_resource), followed as it changes. Refused
+ * (CUMEM_ERROR_INVALID_ARGUMENT naming the key): an unknown key, an item
+ * without a value, a key given twice, a value of the wrong form,
+ * expandable without kind:caching, page_size without expandable:true,
+ * managed:true with release_threshold or with expandable:true. A bad
+ * CUMEM_ALLOC_CONF makes every choice fail with that message (the entry
+ * points return NULL; cumem_framework_get_resource returns the status)
+ * until cumem_framework_configure replaces it. CUMEM_FRAMEWORK_RESOURCE
+ * keeps working: set together with CUMEM_ALLOC_CONF, the two must agree on
+ * kind and expandable. What the configuration cannot make (an expandable
+ * cache on a device without virtual memory management, a pool on a device
+ * without memory pools) fails at the choice with the resource's own error. */
+
+/** Replaces the configuration of the framework entry points' default
+ *  resource (the text CUMEM_ALLOC_CONF takes, above; "" is the defaults,
+ *  whatever the environment says) for every device. Each device's default
+ *  is made anew as configured at its next choice (cumem_framework_get_resource
+ *  or an allocation); allocations made before are freed by the resources
+ *  that made them, and resources given to cumem_framework_set_resource stay
+ *  in use. Parsing needs no driver: what the text asks for is made, and
+ *  can fail, at the choice. [in] configuration: NUL-terminated.
+ *  Thread-safe; an allocation racing with it on another thread uses the
+ *  old or the new configuration. Nothing changes on failure.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: configuration NULL, or text refused as
+ *  the list above says (the message names the key and the value). */
+CUMEM_API cumem_status_t cumem_framework_configure(const char* configuration);
 
 /* ------------------------------------------------------------------------ */
 /* IPC: pools and buffers shared between processes                           */

@@ -1060,6 +1060,12 @@ inline Resource framework_resource(int32_t device) {
   check(cumem_framework_get_resource(device, &r));
   return Resource::adopt(r);
 }
+// Replaces the configuration of the framework entry points' default
+// resource (CUMEM_ALLOC_CONF's text: "kind:caching,limit:40GiB"; "" is the
+// defaults). Throws cumem::Error naming the key of a text refused.
+inline void framework_configure(const std::string& configuration) {
+  check(cumem_framework_configure(configuration.c_str()));
+}
 
 inline void ipc_send(int32_t socket, const AllocationHandle& handle,
                      const std::vector<IpcDescriptor>& descriptors) {

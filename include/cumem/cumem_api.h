@@ -232,6 +232,7 @@ typedef cumem_status_t (*PFN_cumem_snapshot_to_json)(const cumem_snapshot_t* sna
 typedef cumem_status_t (*PFN_cumem_snapshot_write_json)(const cumem_snapshot_t* snapshot, const char* path);
 typedef cumem_status_t (*PFN_cumem_resource_statistics_json)(const cumem_resource_t* resource, char* buffer, size_t capacity, size_t* out_length);
 typedef cumem_status_t (*PFN_cumem_memory_summary)(char* buffer, size_t capacity, size_t* out_length);
+typedef cumem_status_t (*PFN_cumem_framework_configure)(const char* configuration);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -452,6 +453,7 @@ struct cumem_api_t {
   PFN_cumem_snapshot_write_json cumem_snapshot_write_json;
   PFN_cumem_resource_statistics_json cumem_resource_statistics_json;
   PFN_cumem_memory_summary cumem_memory_summary;
+  PFN_cumem_framework_configure cumem_framework_configure;
 };
 
 #ifdef __cplusplus

@@ -441,3 +441,18 @@ TEST(NullArguments, SeeingTheMemory) {
 }
 
 }  // namespace
+
+// The framework configuration (cumem_framework_configure): NULL is refused
+// by name, and a text that does not parse changes nothing; parsing needs
+// no driver.
+TEST(NullArguments, FrameworkConfigure) {
+  expect_all({
+      {"cumem_framework_configure", "configuration",
+       [&] { return cumem_framework_configure(nullptr); }},
+  });
+  CUMEM_EXPECT_ERROR(cumem_framework_configure("kind:pool"), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "kind:pool is not a kind (device or caching)");
+  CUMEM_EXPECT_ERROR(cumem_framework_configure("colour:blue"), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "unknown key 'colour'");
+  EXPECT_EQ(cumem_framework_configure(""), CUMEM_SUCCESS) << cumem_last_error_message();
+}

@@ -713,3 +713,16 @@ TEST(FacadeBatches, FailureCallbackWithALambda) {
 }
 
 }  // namespace
+
+// The framework entry points' configuration (CUMEM_ALLOC_CONF's text).
+TEST(FacadeFramework, ConfigureThrowsNamingTheKey) {
+  cumem::framework_configure("kind:caching, limit:1GiB");
+  try {
+    cumem::framework_configure("kind:caching,colour:blue");
+    FAIL() << "an unknown key was accepted";
+  } catch (const cumem::Error& e) {
+    EXPECT_EQ(e.status(), CUMEM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("unknown key 'colour'"), std::string::npos) << e.what();
+  }
+  cumem::framework_configure("");
+}

@@ -1,14 +1,18 @@
 """libcumem from Python, through ctypes only (no compiled extension).
 
-The library is found through $CUMEM_LIBRARY, next to this package, or on
-the loader's search path. Devices, streams, resources, buffers, copies and
-fills, kernels compiled at run time and launched (``Program``,
-``launch``), DLPack both ways (``Buffer.__dlpack__`` / ``__dlpack_device__`` and
-``from_dlpack``), and the framework allocator hook-up (``cumem.torch``,
-``cumem.cupy``). Batch copies and batched managed-memory operations
-(``copy_batch``, ``prefetch_batch``, ...), each device's memory resource
-(``Device.memory_resource``) and the failure-callback adaptor. Every
-failure raises ``CumemError`` with the status and libcumem's message.
+Installed (`pip install .`), the package loads the libcumem.so.1 inside it;
+else $CUMEM_LIBRARY (which, when set, is the only file tried), or
+libcumem.so.1 from the loader's search path. Devices, streams, events,
+resources (every kind and adaptor), buffers, copies and fills, IPC (pools
+and buffers shared between processes), kernels compiled at run time and
+launched (``Program``, ``launch``), DLPack and the CUDA array interface both
+ways, the framework allocator hook-ups (``cumem.torch``, ``cumem.cupy``, the
+Numba plugin ``cumem.numba``) and their configuration (``configure``), and
+cuda.core interop (``cumem.cuda_core``). Every call that takes a stream
+takes a cumem.Stream or any object with ``__cuda_stream__`` (cuda.core,
+CuPy, PyTorch streams); every call that takes a device takes a
+cumem.Device, an ordinal or cuda.core's Device. Every failure raises
+``CumemError`` with the status and libcumem's message.
 """
 import ctypes
 
@@ -133,26 +137,102 @@ class Device(_Handle):
 
     def allocate(self, size, stream=None):
         """`size` bytes from the device's memory resource (cuda.core's Device.allocate)."""
-        return Buffer(_out(lib.cumem_device_allocate, self.handle, int(size), _stream(stream)))
+        s = _stream(stream, self.ordinal)
+        b = Buffer(_out(lib.cumem_device_allocate, self.handle, int(size), s))
+        b._stream = s  # its deallocation stream: kept alive with the buffer
+        return b
 
     def __repr__(self):
         return f"cumem.Device({self.ordinal})"
 
+    # cuda.core's names and the rest of cumem.h's device calls (_device.py).
+    @property
+    def device_id(self):
+        """The ordinal (cuda.core's Device.device_id)."""
+        return self.ordinal
+
+    def properties(self):
+        """cumem_device_properties_t as a dict (name, uuid, compute_capability, ...)."""
+        from . import _device_info
+        return _device_info.properties(self)
+
+    def attribute(self, attribute):
+        """Any CUdevice_attribute by its number."""
+        from . import _device_info
+        return _device_info.attribute(self, attribute)
+
+    def set_current(self):
+        """Makes the device's primary context current on this thread."""
+        from . import _device_info
+        _device_info.set_current(self)
+
+    def memory_info(self):
+        """(free, total) bytes of device memory."""
+        from . import _device_info
+        return _device_info.memory_info(self)
+
+    def can_access_peer(self, peer):
+        from . import _device_info
+        return _device_info.can_access_peer(self, _device(peer))
+
+    def enable_peer_access(self, peer):
+        from . import _device_info
+        _device_info.enable_peer_access(self, _device(peer))
+
+    def stream_priority_range(self):
+        """(least, greatest): greatest is the highest priority, numerically lowest."""
+        from . import _device_info
+        return _device_info.stream_priority_range(self)
+
+    def create_stream(self, blocking=False, priority=0):
+        """A new stream of this device (cuda.core's Device.create_stream)."""
+        return Stream(self, blocking=blocking, priority=priority)
+
+    def create_event(self, enable_timing=False, blocking_sync=False, interprocess=False):
+        from ._event import Event
+        return Event(self, enable_timing, blocking_sync, interprocess)
+
+    @property
+    def default_stream(self):
+        """The legacy default stream (what libcumem's calls without a stream use)."""
+        return Stream.legacy_default(self)
+
 
 def _device(d):
-    return d if isinstance(d, Device) else Device(d)
+    """A Device from a Device, an ordinal, or another library's device
+    (cuda.core's Device and anything else with an int device_id, CuPy's and
+    Numba's with an int id)."""
+    if isinstance(d, Device):
+        return d
+    if isinstance(d, int) and not isinstance(d, bool):
+        return Device(d)
+    for attribute in ("device_id", "id"):
+        ordinal = getattr(d, attribute, None)
+        if isinstance(ordinal, int) and not isinstance(ordinal, bool):
+            return Device(ordinal)
+    raise TypeError(f"a device is a cumem.Device, an ordinal, or an object with an int device_id "
+                    f"(cuda.core's Device), not {type(d).__name__}")
 
 
 class Stream(_Handle):
     _release = staticmethod(lib.cumem_stream_release)
 
-    def __init__(self, device=0, _handle=None, _owner=None):
+    def __init__(self, device=0, blocking=False, priority=0, _handle=None, _owner=None):
+        """A new stream of `device` (non-blocking unless `blocking`, which
+        synchronises it with the legacy default stream; priority: lower
+        numbers are higher, clamped into the device's range)."""
         self.device = _device(device)
         # A wrapped stream's owner (a cuda.core, CuPy or PyTorch stream
         # object): kept alive as long as this object, and so as long as any
         # buffer that may still queue work on the stream.
         self._owner = _owner
-        super().__init__(_handle or _out(lib.cumem_stream_create, self.device.handle, None))
+        if _handle is None:
+            o = None
+            if blocking or priority:
+                from . import _device_info
+                o = ctypes.byref(_device_info.stream_options(blocking, priority))
+            _handle = _out(lib.cumem_stream_create, self.device.handle, o)
+        super().__init__(_handle)
 
     @classmethod
     def wrap(cls, device, native, owner=None):
@@ -163,14 +243,20 @@ class Stream(_Handle):
         allocated or freed on it live, so its CUstream outlives their use."""
         if hasattr(native, "__cuda_stream__"):
             owner = native if owner is None else owner
-            _version, native = native.__cuda_stream__()
+            native = _stream_protocol(native)
         d = _device(device)
-        return cls(d, _out(lib.cumem_stream_wrap, d.handle, _V(int(native))), owner)
+        return cls(d, _handle=_out(lib.cumem_stream_wrap, d.handle, _V(int(native))), _owner=owner)
 
     @classmethod
     def legacy_default(cls, device=0):
         d = _device(device)
-        return cls(d, _out(lib.cumem_stream_legacy_default, d.handle))
+        return cls(d, _handle=_out(lib.cumem_stream_legacy_default, d.handle))
+
+    @classmethod
+    def per_thread_default(cls, device=0):
+        """The per-thread default stream (each thread's own)."""
+        d = _device(device)
+        return cls(d, _handle=_out(lib.cumem_stream_per_thread_default, d.handle))
 
     @property
     def native(self):
@@ -180,7 +266,51 @@ class Stream(_Handle):
         _check(lib.cumem_stream_synchronize(self.handle))
 
     def wait(self, other):
-        _check(lib.cumem_stream_wait_stream(self.handle, other.handle))
+        """Work queued here from now waits for `other`: an Event (its last
+        record), or a stream (any stream object: the work queued there so far)."""
+        from ._event import Event
+        if isinstance(other, Event):
+            _check(lib.cumem_stream_wait_event(self.handle, other.handle))
+            return
+        theirs = _stream(other, self.device.ordinal)
+        _check(lib.cumem_stream_wait_stream(self.handle, theirs))
+
+    # The stream protocols and the rest of cumem.h's stream calls.
+    @property
+    def _as_parameter_(self):
+        # ctypes passes a Stream as its C handle (so `_stream` may return one).
+        return self.handle
+
+    def __cuda_stream__(self):
+        """The CUDA stream protocol (version 0, the CUstream): cuda.core, CuPy
+        and others take a cumem.Stream wherever they take a stream."""
+        return (0, self.native)
+
+    @property
+    def priority(self):
+        from . import _device_info
+        return _device_info.stream_priority(self)
+
+    def query(self):
+        """Whether all queued work has finished (never blocks)."""
+        from . import _device_info
+        return _device_info.stream_query(self)
+
+    @property
+    def is_done(self):
+        return self.query()
+
+    sync = synchronize  # cuda.core's name
+
+    def record(self, event=None, enable_timing=False):
+        """Records `event` (a new one when None) here and returns it."""
+        from ._event import Event
+        if event is None:
+            event = Event(self.device, enable_timing=enable_timing)
+        return event.record(self)
+
+    def __repr__(self):
+        return f"cumem.Stream(device={self.device.ordinal}, native={self.native:#x})"
 
     # CUDA graphs (cumem/_graph.py).
     def begin_capture(self, mode="thread_local"):
@@ -199,8 +329,50 @@ class Stream(_Handle):
         return _graph.capture_info(self.handle)
 
 
-def _stream(s):
-    return None if s is None else s.handle
+def _stream_protocol(obj):
+    """The CUstream (an int) of an object with __cuda_stream__ (a method
+    returning (version, handle), or, in cuda.core's first versions, that
+    tuple itself)."""
+    value = obj.__cuda_stream__
+    if callable(value):
+        value = value()
+    version, native = value
+    if version != 0:
+        raise TypeError(f"{type(obj).__name__}.__cuda_stream__ has version {version}; libcumem "
+                        "knows version 0")
+    return int(native)
+
+
+def _stream_device(obj, default):
+    """The device ordinal another library's stream says it belongs to, else `default`."""
+    d = getattr(obj, "device", None)
+    for candidate in (d, getattr(obj, "device_id", None)):
+        if isinstance(candidate, int) and not isinstance(candidate, bool):
+            return candidate
+        for attribute in ("device_id", "id", "index"):
+            ordinal = getattr(candidate, attribute, None)
+            if isinstance(ordinal, int) and not isinstance(ordinal, bool):
+                return ordinal
+    return default() if callable(default) else default
+
+
+def _stream(s, device=None):
+    """A stream argument as a Stream (or None, the legacy default stream):
+    a cumem.Stream, or any object with __cuda_stream__ (cuda.core, CuPy,
+    PyTorch, Numba streams; a cuda.core GraphBuilder through its stream),
+    wrapped so that the object stays alive while the Stream does. `device`
+    (an ordinal, or a function giving one) is the device of a foreign
+    stream that does not say its own (else device 0)."""
+    if s is None or isinstance(s, Stream):
+        return s
+    if not hasattr(s, "__cuda_stream__") and hasattr(getattr(s, "stream", None), "__cuda_stream__"):
+        s = s.stream  # cuda.core's GraphBuilder
+    if hasattr(s, "__cuda_stream__"):
+        ordinal = _stream_device(s, device if device is not None else 0)
+        return Stream.wrap(ordinal if ordinal is not None and ordinal >= 0 else 0, s)
+    raise TypeError(f"a stream is a cumem.Stream, an object with __cuda_stream__ (cuda.core, "
+                    f"CuPy, PyTorch streams) or None, not {type(s).__name__}; for a raw "
+                    "CUstream use cumem.Stream.wrap(device, handle)")
 
 
 class Resource(_Handle):
@@ -217,14 +389,26 @@ class Resource(_Handle):
         return cls(_out(lib.cumem_host_resource_create, ctypes.byref(o)))
 
     @classmethod
-    def device(cls, device=0):
+    def device(cls, device=0, **pool_options):
+        """Stream-ordered device memory (cuda.core's DeviceMemoryResource): the
+        device's default pool, or with new_pool=True a pool of its own.
+        pool_options: new_pool, release_threshold (bytes kept after a
+        synchronisation; 0 keeps all), max_size, ipc_enabled (needs new_pool),
+        release_all_unused."""
+        from . import _resources
         d = _device(device)
-        return cls(_out(lib.cumem_device_resource_create, d.handle, None), (d,))
+        o = ctypes.byref(_resources.pool_options(**pool_options)) if pool_options else None
+        return cls(_out(lib.cumem_device_resource_create, d.handle, o), (d,))
 
     @classmethod
-    def pinned(cls, device=0):
+    def pinned(cls, device=0, **pool_options):
+        """Stream-ordered pinned host memory from a host pool (cuda.core's
+        PinnedMemoryResource); the options of Resource.device, and
+        host_numa_id (a node the system has)."""
+        from . import _resources
         d = _device(device)
-        return cls(_out(lib.cumem_pinned_resource_create, d.handle, None), (d,))
+        o = ctypes.byref(_resources.pool_options(**pool_options)) if pool_options else None
+        return cls(_out(lib.cumem_pinned_resource_create, d.handle, o), (d,))
 
     @classmethod
     def legacy_pinned(cls, device=0):
@@ -232,9 +416,14 @@ class Resource(_Handle):
         return cls(_out(lib.cumem_legacy_pinned_resource_create, d.handle), (d,))
 
     @classmethod
-    def managed(cls, device=0):
+    def managed(cls, device=0, preferred_location=None, disable_pool=False):
+        """Unified memory (cuda.core's ManagedMemoryResource); preferred_location
+        a Device, an ordinal or a cumem.Host; disable_pool: cuMemAllocManaged
+        even where the driver has a managed pool."""
+        from . import _resources
         d = _device(device)
-        return cls(_out(lib.cumem_managed_resource_create, d.handle, None), (d,))
+        o = _resources.managed_options(preferred_location, disable_pool)
+        return cls(_out(lib.cumem_managed_resource_create, d.handle, ctypes.byref(o)), (d,))
 
     @classmethod
     def caching(cls, upstream, expandable=False, page_size=0, libcumem_captures_only=False):
@@ -280,9 +469,15 @@ class Resource(_Handle):
             raise
 
     def allocate(self, size, stream=None):
-        b = Buffer(_out(lib.cumem_resource_allocate, self.handle, int(size), _stream(stream)))
-        b._stream = stream  # its deallocation stream: kept alive with the buffer
+        """`size` bytes ordered on `stream` (None: the legacy default stream;
+        any stream object: a cumem.Stream, a cuda.core, CuPy or PyTorch stream)."""
+        s = _stream(stream, self._device_ordinal)
+        b = Buffer(_out(lib.cumem_resource_allocate, self.handle, int(size), s))
+        b._stream = s  # its deallocation stream: kept alive with the buffer
         return b
+
+    def _device_ordinal(self):
+        return max(self.properties()["device_id"], 0)
 
     def statistics(self):
         s = _lib.ResourceStatistics(ctypes.sizeof(_lib.ResourceStatistics))
@@ -370,6 +565,130 @@ class Resource(_Handle):
         """Waits for the work pending frees and resizes wait for, then releases them."""
         _check(lib.cumem_virtual_resource_release_pending(self.handle))
 
+    # The other kinds and adaptors, pool administration, raw allocation,
+    # IPC and cuda.core (_resources.py, _ipc.py, cuda_core.py).
+    @classmethod
+    def legacy_device(cls, device=0):
+        """cuMemAlloc memory, synchronous; shares buffers by legacy IPC."""
+        from . import _resources  # noqa: F401  (declares the call)
+        d = _device(device)
+        return cls(_out(lib.cumem_legacy_device_resource_create, d.handle), (d,))
+
+    @classmethod
+    def host_shared(cls, capacity):
+        """Host memory other processes can map: one sealed memfd of `capacity`
+        bytes, shared with get_allocation_handle; needs no driver."""
+        from . import _resources  # noqa: F401
+        return cls(_out(lib.cumem_host_shared_resource_create, int(capacity)))
+
+    @classmethod
+    def tracking(cls, upstream, capture_backtraces=False):
+        """The tracking adaptor: every outstanding allocation with its size and
+        stream (and call stack); tracking_report() and tracking_outstanding()."""
+        from . import _resources  # noqa: F401
+        return cls(_out(lib.cumem_tracking_resource_create, upstream.handle,
+                        int(bool(capture_backtraces))), (upstream,))
+
+    def tracking_report(self):
+        """A tracking adaptor's report of outstanding allocations (text)."""
+        from . import _resources
+        return _resources.tracking_report(self)
+
+    def tracking_outstanding(self):
+        """A tracking adaptor's (count, bytes) outstanding."""
+        from . import _resources
+        return _resources.tracking_outstanding(self)
+
+    @classmethod
+    def logging(cls, upstream, path=None):
+        """The logging adaptor: a CSV line per operation into `path` (None:
+        $CUMEM_LOG_FILE), flushed when the resource goes."""
+        from . import _resources  # noqa: F401
+        return cls(_out(lib.cumem_logging_resource_create, upstream.handle,
+                        None if path is None else str(path).encode()), (upstream,))
+
+    @classmethod
+    def callback(cls, allocate, deallocate, device=None, memory_kind="host",
+                 device_accessible=False, host_accessible=False, stream_ordered=False):
+        """A resource made of Python functions (another allocator's):
+        allocate(size, stream) returns the address (0 or an exception: out of
+        memory), deallocate(ptr, size, stream); stream is the native CUstream
+        (0: the legacy default stream). memory_kind "host", "device", "pinned"
+        or "managed"; `device` the memory's (None: not tied to one). The
+        functions are kept until the resource's last reference goes."""
+        from . import _resources
+        return _resources.callback_resource(cls, allocate, deallocate, device, memory_kind,
+                                            device_accessible, host_accessible, stream_ordered)
+
+    def allocate_raw(self, size, stream=None):
+        """The raw pair: an address (an int), freed with deallocate_raw and the same size."""
+        from . import _resources
+        return _resources.allocate_raw(self, size, _stream(stream, self._device_ordinal))
+
+    def deallocate_raw(self, ptr, size, stream=None):
+        from . import _resources
+        _resources.deallocate_raw(self, ptr, size, _stream(stream, self._device_ordinal))
+
+    def pool_attributes(self):
+        """A pool's attributes (reuse flags, release_threshold, reserved and used memory)."""
+        from . import _resources
+        return _resources.pool_attributes(self)
+
+    def set_pool_attributes(self, **changes):
+        """Sets a pool's reuse flags and release_threshold (those named)."""
+        from . import _resources
+        _resources.set_pool_attributes(self, **changes)
+
+    def pool_reset_highs(self):
+        from . import _resources  # noqa: F401
+        _check(lib.cumem_resource_pool_reset_highs(self.handle))
+
+    def pool_trim(self, min_bytes_to_keep=0):
+        """Returns a pool's unused memory to the system, keeping at least min_bytes_to_keep."""
+        from . import _resources  # noqa: F401
+        _check(lib.cumem_resource_pool_trim(self.handle, int(min_bytes_to_keep)))
+
+    def pool_set_access(self, peer, read_write=True):
+        """Grants (or revokes) `peer`'s access to a pool's memory."""
+        from . import _resources
+        _resources.pool_set_access(self, peer, read_write)
+
+    def pool_get_access(self, peer):
+        from . import _resources
+        return _resources.pool_get_access(self, peer)
+
+    @property
+    def pool_native(self):
+        """The CUmemoryPool (an int)."""
+        from . import _resources  # noqa: F401
+        return _out(lib.cumem_resource_pool_native, self.handle) or 0
+
+    def get_allocation_handle(self):
+        """Exports an IPC-enabled pool (or a host shared resource) as an
+        AllocationHandle (cuda.core's get_allocation_handle)."""
+        from . import _ipc
+        return _ipc.get_allocation_handle(self)
+
+    @classmethod
+    def from_allocation_handle(cls, handle, device=None):
+        """Imports another process's pool from its AllocationHandle: a resource
+        that opens that pool's buffer descriptors. `device`: the pool's device
+        (device memory), the device that maps it (pinned), None (host shared)."""
+        from . import _ipc
+        return _ipc.resource_from_allocation_handle(cls, handle, device)
+
+    def to_cuda_core(self):
+        """This resource as a cuda.core MemoryResource (cumem.cuda_core)."""
+        from . import cuda_core
+        return cuda_core.memory_resource(self)
+
+    def __repr__(self):
+        try:
+            p = self.properties()
+        except Exception:  # a released resource
+            return "cumem.Resource(released)"
+        return f"cumem.Resource(kind={p['kind']}, device_id={p['device_id']})"
+
 
 class Graph(_Handle):
     """An executable CUDA graph (Stream.end_capture_graph, or instantiate)."""
@@ -389,10 +708,10 @@ class Graph(_Handle):
                         ctypes.byref(o)), d)
 
     def launch(self, stream=None):
-        _check(lib.cumem_graph_launch(self.handle, _stream(stream)))
+        _check(lib.cumem_graph_launch(self.handle, _stream(stream, self.device.ordinal)))
 
     def upload(self, stream=None):
-        _check(lib.cumem_graph_upload(self.handle, _stream(stream)))
+        _check(lib.cumem_graph_upload(self.handle, _stream(stream, self.device.ordinal)))
 
     @property
     def native(self):
@@ -469,3 +788,24 @@ from ._program import (  # noqa: E402
 from ._snapshot import (  # noqa: E402
     dump_pytorch_snapshot, dump_snapshot, memory_snapshot, memory_summary, record_memory_history,
     statistics_json, to_pytorch)
+
+# Issue 25: complete bindings, other libraries' objects, configuration.
+from ._event import Event  # noqa: E402
+from ._ipc import AllocationHandle, IpcDescriptor, ipc_receive, ipc_send  # noqa: E402
+from ._program import ProgramOptions  # noqa: E402
+from ._dlpack import as_buffer  # noqa: E402
+from ._config import configure  # noqa: E402
+
+
+def get_include():
+    """The folder holding cumem/cumem.h (and the other headers) of an
+    installed package, for extensions built against libcumem; None in a
+    source tree (use its include/)."""
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+    return path if os.path.isdir(path) else None
+
+
+__all__ += ["Event", "AllocationHandle", "IpcDescriptor", "ipc_send", "ipc_receive",
+            "as_buffer", "configure", "set_log_level", "log_level", "set_log_callback",
+            "get_include"]

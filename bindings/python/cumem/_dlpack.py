@@ -118,14 +118,15 @@ class Buffer(_Handle):
         return bool(b.value)
 
     def close(self, stream=None):
-        _check(lib.cumem_buffer_close(self.handle, _stream(stream)))
+        _check(lib.cumem_buffer_close(self.handle, _stream(stream, self._ordinal)))
 
     # Virtual memory (cumem.h "Virtual memory").
     def resize(self, new_size, stream=None):
         """A buffer of a virtual resource now has `new_size` bytes, contents kept
         (cuda.core's modify_allocation); `ptr` may change. Ordered on `stream`
         (None: the deallocation stream)."""
-        _check(lib.cumem_buffer_resize(self.handle, int(new_size), _stream(stream)))
+        _check(lib.cumem_buffer_resize(self.handle, int(new_size),
+                                       _stream(stream, self._ordinal)))
 
     def get_virtual_ipc_handle(self):
         """This virtual buffer's chunks as file descriptors, for another process."""
@@ -138,7 +139,7 @@ class Buffer(_Handle):
         from . import _device
         d = _device(device)  # alive across the call
         return cls(_out(lib.cumem_buffer_from_virtual_ipc_handle, d.handle, handle.handle,
-                        _stream(stream)))
+                        _stream(stream, d.ordinal)))
 
     def slice(self, offset, length):
         view = Buffer(_out(lib.cumem_buffer_slice, self.handle, int(offset), int(length)))
@@ -149,30 +150,36 @@ class Buffer(_Handle):
         """Copies the whole buffer into `dst` (same size); with no `dst`, into a
         new buffer from this buffer's own resource (cuda.core's copy_to), which
         is returned. Returns the destination."""
+        s = _stream(stream, self._ordinal)
         if dst is None:
-            return Buffer(_out(lib.cumem_buffer_copy_to_new, self.handle, _stream(stream)))
-        _check(lib.cumem_buffer_copy_to(self.handle, dst.handle, _stream(stream)))
+            copy = Buffer(_out(lib.cumem_buffer_copy_to_new, self.handle, s))
+            copy._stream = s  # its deallocation stream: kept alive with the buffer
+            return copy
+        _check(lib.cumem_buffer_copy_to(self.handle, as_buffer(dst).handle, s))
         return dst
 
     def copy_from(self, src, stream=None):
-        _check(lib.cumem_buffer_copy_to(src.handle, self.handle, _stream(stream)))
+        _check(lib.cumem_buffer_copy_to(as_buffer(src).handle, self.handle,
+                                        _stream(stream, self._ordinal)))
 
     def fill(self, value, width=1, stream=None):
-        _check(lib.cumem_buffer_fill(self.handle, int(value), int(width), _stream(stream)))
+        _check(lib.cumem_buffer_fill(self.handle, int(value), int(width),
+                                     _stream(stream, self._ordinal)))
 
     # Managed memory (cuda.core's ManagedBuffer): locations are a cumem.Device
     # (or an ordinal) or a cumem.Host.
     def prefetch(self, location, stream=None):
         from ._batch import to_location
-        _check(lib.cumem_buffer_prefetch(self.handle, to_location(location), _stream(stream)))
+        _check(lib.cumem_buffer_prefetch(self.handle, to_location(location),
+                                         _stream(stream, self._ordinal)))
 
     def discard(self, stream=None):
-        _check(lib.cumem_buffer_discard(self.handle, _stream(stream)))
+        _check(lib.cumem_buffer_discard(self.handle, _stream(stream, self._ordinal)))
 
     def discard_prefetch(self, location, stream=None):
         from ._batch import to_location
         _check(lib.cumem_buffer_discard_prefetch(self.handle, to_location(location),
-                                                 _stream(stream)))
+                                                 _stream(stream, self._ordinal)))
 
     @property
     def last_prefetch_location(self):
@@ -183,6 +190,10 @@ class Buffer(_Handle):
         _check(lib.cumem_buffer_get_last_prefetch_location(self.handle, ctypes.byref(loc)))
         return from_location(loc)
 
+    def _ordinal(self):
+        # The device of a foreign stream that does not say its own.
+        return max(self.device_id, 0)
+
     def _wait(self, stream):
         if stream is not None:
             stream.synchronize()
@@ -192,12 +203,13 @@ class Buffer(_Handle):
     def write(self, data, offset=0, stream=None):
         """Copies bytes (any buffer-protocol object) into the buffer at `offset`
         and waits for the copy."""
+        stream = _stream(stream, self._ordinal)
         view = memoryview(data).cast("B")
         src = (ctypes.c_char * len(view)).from_buffer_copy(view)
         wrapped = Buffer(_out(lib.cumem_buffer_wrap, ctypes.addressof(src), len(view), None, None))
         try:
             _check(lib.cumem_buffer_copy_region(self.handle, int(offset), wrapped.handle, 0,
-                                                len(view), _stream(stream)))
+                                                len(view), stream))
             self._wait(stream)
         finally:
             wrapped.release()
@@ -205,13 +217,14 @@ class Buffer(_Handle):
     def read(self, offset=0, length=None, stream=None):
         """The buffer's bytes (after the work queued on `stream`, or on the
         legacy default stream)."""
+        stream = _stream(stream, self._ordinal)
         n = self.size - offset if length is None else int(length)
         dst = (ctypes.c_char * n)()
         wrapped = Buffer(_out(lib.cumem_buffer_wrap, ctypes.addressof(dst), n, None, None))
         try:
             if n:
                 _check(lib.cumem_buffer_copy_region(wrapped.handle, 0, self.handle, int(offset),
-                                                    n, _stream(stream)))
+                                                    n, stream))
             self._wait(stream)
         finally:
             wrapped.release()
@@ -302,6 +315,154 @@ class Buffer(_Handle):
         theirs = Stream.wrap(dev, consumer)
         legacy = Stream.legacy_default(dev)
         theirs.wait(legacy)
+
+
+    # Interoperability, the rest of cumem.h's buffer calls, IPC
+    # (_interop.py, _ipc.py, cuda_core.py).
+    @property
+    def resource(self):
+        """The Resource the memory came from, or None (wrapped, registered or
+        DLPack memory)."""
+        from . import Resource
+        h = _out(lib.cumem_buffer_resource, self.handle)
+        return Resource(h) if h else None
+
+    @property
+    def is_device_accessible(self):
+        return bool(self.info().device_accessible)
+
+    @property
+    def is_host_accessible(self):
+        return bool(self.info().host_accessible)
+
+    def set_deallocation_stream(self, stream):
+        """The stream that frees the buffer when it is closed without one or
+        released (None: the legacy default stream)."""
+        s = _stream(stream, self._ordinal)
+        _check(lib.cumem_buffer_set_deallocation_stream(self.handle, s))
+        self._stream = s  # retained by libcumem: its owner must stay alive too
+
+    def copy_region(self, dst_offset, src, src_offset, length, stream=None):
+        """Copies `length` bytes from src+src_offset into this buffer at dst_offset."""
+        _check(lib.cumem_buffer_copy_region(self.handle, int(dst_offset), as_buffer(src).handle,
+                                            int(src_offset), int(length),
+                                            _stream(stream, self._ordinal)))
+
+    def advise(self, advice, location=None):
+        """A usage hint for managed memory: advice "set_read_mostly",
+        "unset_read_mostly", "set_preferred_location",
+        "unset_preferred_location", "set_accessed_by" or "unset_accessed_by";
+        location a Device, an ordinal or a cumem.Host (for the location hints)."""
+        from ._batch import to_location
+        if advice not in _ADVICE:
+            raise ValueError(f"advice {advice!r} is not one of {', '.join(_ADVICE)}")
+        _check(lib.cumem_buffer_advise(self.handle, _ADVICE.index(advice) + 1,
+                                       to_location(location, allow_none=True)))
+
+    @classmethod
+    def from_handle(cls, ptr, size, owner=None):
+        """A buffer over memory libcumem does not own (cuda.core's
+        Buffer.from_handle): `owner`, if given, is kept alive until libcumem is
+        done with the memory. Device and accessibility come from the driver's
+        pointer attributes (host memory where the driver does not know ptr)."""
+        from . import _interop
+        return _interop.wrap(cls, ptr, size, owner=owner)
+
+    @classmethod
+    def wrap(cls, ptr, size, release=None, owner=None):
+        """As from_handle, and `release(ptr, size)` is called once when libcumem
+        is done with the memory (on the thread that closes or drops it last)."""
+        from . import _interop
+        return _interop.wrap(cls, ptr, size, owner=owner, release=release)
+
+    @classmethod
+    def wrap_owned(cls, resource, ptr, size):
+        """Takes ownership of memory resource.allocate_raw(size) returned:
+        closing frees it through the resource."""
+        return cls(_out(lib.cumem_buffer_wrap_owned, resource.handle, _V(int(ptr)) if ptr else None,
+                        int(size)))
+
+    @classmethod
+    def register_host(cls, device, obj, size=None):
+        """Page-locks host memory as a buffer (cuMemHostRegister): `obj` a
+        writable buffer-protocol object (kept alive while registered), or an
+        address with `size`."""
+        from . import _device
+        d = _device(device)
+        keep = None
+        if isinstance(obj, int):
+            if size is None:
+                raise TypeError("register_host(device, address, size): an address needs its size")
+            ptr, n = obj, int(size)
+        else:
+            view = memoryview(obj).cast("B")
+            if view.readonly:
+                raise TypeError("register_host needs writable memory")
+            keep = (ctypes.c_char * len(view)).from_buffer(view)
+            ptr, n = ctypes.addressof(keep), len(view)
+        b = cls(_out(lib.cumem_buffer_register_host, d.handle, _V(ptr), n))
+        b._keep = (obj, keep)
+        return b
+
+    @property
+    def __cuda_array_interface__(self):
+        """The CUDA array interface, version 3 (Numba, CuPy and others read it):
+        one-dimensional bytes ("|u1"), and `stream`, the stream the buffer's
+        work is ordered on (its deallocation stream, else 1: the legacy
+        default stream, where libcumem's calls without a stream run).
+        AttributeError for memory no device can access."""
+        from . import _interop
+        return _interop.interface(self)
+
+    def cuda_array_view(self, dtype="uint8", shape=None, strides=None, read_only=False):
+        """An object whose __cuda_array_interface__ shows this buffer with a
+        dtype ("float32", ...), shape and strides (in bytes, as the interface
+        counts them), e.g. numba.cuda.as_cuda_array(b.cuda_array_view("float32"))."""
+        from . import _interop
+        return _interop.ArrayView(self, dtype, shape, strides, read_only)
+
+    def get_ipc_descriptor(self):
+        """This buffer's IpcDescriptor (a buffer of an IPC-enabled pool, a host
+        shared resource or a legacy device resource)."""
+        from . import _ipc
+        return _ipc.buffer_descriptor(self)
+
+    @classmethod
+    def from_ipc_descriptor(cls, resource, descriptor, stream=None):
+        """Opens another process's buffer: `resource` imported from its pool
+        (Resource.from_allocation_handle) or a legacy device resource. See
+        IpcDescriptor for what a descriptor can and cannot do."""
+        from . import _ipc
+        return _ipc.buffer_from_descriptor(cls, resource, descriptor, stream)
+
+    def to_cuda_core(self):
+        """A cuda.core Buffer over this memory (cumem.cuda_core), keeping it alive."""
+        from . import cuda_core
+        return cuda_core.to_cuda_core(self)
+
+    def __repr__(self):
+        try:
+            i = self.info()
+        except CumemError:
+            return "cumem.Buffer(closed)"
+        except ValueError:
+            return "cumem.Buffer(released)"
+        return f"cumem.Buffer(ptr={i.ptr or 0:#x}, size={i.size}, {MEMORY_KINDS[i.memory_kind]})"
+
+
+_ADVICE = ("set_read_mostly", "unset_read_mostly", "set_preferred_location",
+           "unset_preferred_location", "set_accessed_by", "unset_accessed_by")
+
+
+def as_buffer(obj, stream=None):
+    """A libcumem Buffer over `obj`'s memory, without a copy: a cumem Buffer
+    (itself), a cuda.core Buffer (the libcumem buffer behind it, or one that
+    keeps it alive), an object with __cuda_array_interface__ (Numba, CuPy,
+    PyTorch arrays: contiguous ones; libcumem's later work on `stream`, or
+    on the legacy default stream, waits for the array's stream), or a DLPack
+    exporter (from_dlpack)."""
+    from . import _interop
+    return _interop.as_buffer(Buffer, obj, stream)
 
 
 class _View:

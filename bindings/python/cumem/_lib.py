@@ -1,4 +1,8 @@
-"""Loading libcumem.so.1 and declaring the C functions used (ctypes only)."""
+"""Loading libcumem.so.1 and declaring the C functions used (ctypes only).
+
+The library: the file $CUMEM_LIBRARY names, when set (only that one); else
+the libcumem.so.1 inside the package (an installed wheel's); else
+libcumem.so.1 through the loader's search path (a system install)."""
 import ctypes
 import os
 
@@ -6,11 +10,14 @@ _NAME = "libcumem.so.1"
 
 
 def _candidates():
+    # $CUMEM_LIBRARY, when set, is the only file tried: a library named on
+    # purpose and not loadable is an error, not a reason to load another.
     env = os.environ.get("CUMEM_LIBRARY")
     if env:
         yield env
+        return
     here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(here, _NAME)
+    yield os.path.join(here, _NAME)  # the installed package's own (the wheel's)
     yield _NAME  # the loader's search path
 
 
@@ -277,6 +284,13 @@ for _name, _res, _args in [
     ("cumem_discard_prefetch_batch", _S, [V, ctypes.c_size_t, ctypes.POINTER(V),
                                           ctypes.POINTER(Location), ctypes.c_size_t]),
     ("cumem_batch_get_statistics", _S, [ctypes.POINTER(BatchStatistics)]),
+    # The rest of the buffer and stream calls (issue 25: complete bindings).
+    ("cumem_buffer_resource", _S, [V, c_void_pp]),
+    ("cumem_buffer_set_deallocation_stream", _S, [V, V]),
+    ("cumem_buffer_advise", _S, [V, ctypes.c_int32, Location]),
+    ("cumem_buffer_wrap_owned", _S, [V, V, ctypes.c_size_t, c_void_pp]),
+    ("cumem_buffer_register_host", _S, [V, V, ctypes.c_size_t, c_void_pp]),
+    ("cumem_stream_per_thread_default", _S, [V, c_void_pp]),
 ]:
     _declare(_name, _res, *_args)
 

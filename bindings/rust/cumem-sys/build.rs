@@ -1,14 +1,17 @@
-//! Finds libcumem: $CUMEM_LIB_DIR, else `pkg-config --libs-only-L cumem`,
-//! else the repository's `build/` folder (bindings/rust/../../build, what
-//! tools/build.sh makes). Links `cumem` and emits an rpath so tests and
-//! examples run without LD_LIBRARY_PATH; the folder is passed on to
-//! dependents as DEP_CUMEM_LIB_DIR (the `links = "cumem"` key).
+//! Finds libcumem for the loader (src/loader.rs) to try at run time: the
+//! folder of `$CUMEM_LIB_DIR`, else `pkg-config --libs-only-L cumem`'s,
+//! else the repository's `build/` (bindings/rust/../../build, what
+//! tools/build.sh makes). Nothing is linked: libcumem is loaded with dlopen
+//! when first called, so the crate builds where libcumem is absent (the
+//! folder is then "" and the loader uses $CUMEM_LIBRARY or the loader's
+//! search path). The folder is also given to dependents as
+//! DEP_CUMEM_LIB_DIR (the `links = "cumem"` key).
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn has_library(dir: &Path) -> bool {
-    dir.join("libcumem.so").exists() || dir.join("libcumem.so.1").exists()
+    dir.join("libcumem.so.1").exists()
 }
 
 /// Some(Some(dir)): pkg-config names a folder; Some(None): pkg-config knows
@@ -41,29 +44,21 @@ fn main() {
         let d = PathBuf::from(d);
         if !has_library(&d) {
             panic!(
-                "CUMEM_LIB_DIR={} holds no libcumem.so (build it with tools/build.sh)",
+                "CUMEM_LIB_DIR={} holds no libcumem.so.1 (build it with tools/build.sh, or unset \
+                 CUMEM_LIB_DIR: libcumem is loaded at run time)",
                 d.display()
             );
         }
         Some(d)
-    } else if let Some(found) = from_pkg_config() {
-        found
+    } else if let Some(Some(found)) = from_pkg_config() {
+        Some(found)
     } else if has_library(&repo_build) {
         Some(repo_build)
     } else {
-        panic!(
-            "libcumem not found: set CUMEM_LIB_DIR to the folder of libcumem.so, install it \
-             where pkg-config finds it (cumem.pc), or run tools/build.sh at the repository \
-             root (looked in {})",
-            repo_build.display()
-        );
+        None // found at run time ($CUMEM_LIBRARY, the loader's search path)
     };
-
-    if let Some(dir) = dir {
-        let dir = dir.canonicalize().unwrap_or(dir);
-        println!("cargo:rustc-link-search=native={}", dir.display());
-        println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
-        println!("cargo:lib_dir={}", dir.display());
-    }
-    println!("cargo:rustc-link-lib=dylib=cumem");
+    let dir = dir.map(|d| d.canonicalize().unwrap_or(d));
+    let text = dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default();
+    println!("cargo:rustc-env=CUMEM_SYS_LIB_DIR={text}");
+    println!("cargo:lib_dir={text}");
 }

@@ -11,9 +11,10 @@
 //! The `_INIT` macros of the header are the `Default` impls of the options
 //! and out structs here (struct_size set, the header's defaults).
 #![allow(non_camel_case_types)]
-#![no_std]
 
 use core::ffi::{c_char, c_int, c_void};
+
+pub mod loader;
 use core::marker::{PhantomData, PhantomPinned};
 use core::mem::size_of;
 
@@ -689,7 +690,7 @@ impl Default for cumem_launch_config_t {
 // Functions
 // ---------------------------------------------------------------------------
 
-extern "C" {
+loader::functions! {
     // Version, status, errors
     pub fn cumem_version() -> u32;
     pub fn cumem_status_string(status: cumem_status_t) -> *const c_char;
@@ -1055,7 +1056,7 @@ extern "C" {
 
 // Framework allocator entry points (PyTorch's and CuPy's signatures; `int`
 // parameters as in the header).
-extern "C" {
+loader::functions! {
     pub fn cumem_framework_set_resource(device: i32, resource: *mut cumem_resource_t) -> cumem_status_t;
     pub fn cumem_framework_get_resource(device: i32, out_resource: *mut *mut cumem_resource_t) -> cumem_status_t;
     pub fn cumem_torch_alloc(size: usize, device: c_int, stream: *mut c_void) -> *mut c_void;
@@ -1065,7 +1066,7 @@ extern "C" {
 }
 
 // The log (messages to the host program's own log; levels).
-extern "C" {
+loader::functions! {
     pub fn cumem_set_log_callback(callback: cumem_log_callback_t, user_data: *mut c_void) -> cumem_status_t;
     pub fn cumem_set_log_level(level: cumem_log_level_t) -> cumem_status_t;
     pub fn cumem_get_log_level(out_level: *mut cumem_log_level_t) -> cumem_status_t;
@@ -1160,7 +1161,7 @@ impl Default for cumem_virtual_statistics_t {
     }
 }
 
-extern "C" {
+loader::functions! {
     pub fn cumem_virtual_resource_options_init(options: *mut cumem_virtual_resource_options_t);
     pub fn cumem_virtual_resource_create(
         device: *const cumem_device_t,
@@ -1289,7 +1290,7 @@ impl Default for cumem_graph_memory_attributes_t {
     }
 }
 
-extern "C" {
+loader::functions! {
     pub fn cumem_stream_begin_capture(stream: *const cumem_stream_t, mode: cumem_capture_mode_t) -> cumem_status_t;
     pub fn cumem_stream_end_capture(stream: *const cumem_stream_t, out_graph: *mut *mut c_void) -> cumem_status_t;
     pub fn cumem_stream_get_capture_info(
@@ -1460,7 +1461,7 @@ impl Default for cumem_failure_callback_t {
     }
 }
 
-extern "C" {
+loader::functions! {
     pub fn cumem_device_get_memory_resource(
         device: *const cumem_device_t,
         out_resource: *mut *mut cumem_resource_t,
@@ -1839,4 +1840,116 @@ extern "C" {
         out_length: *mut usize,
     ) -> cumem_status_t;
     pub fn cumem_memory_summary(buffer: *mut c_char, capacity: usize, out_length: *mut usize) -> cumem_status_t;
+}
+
+// ---------------------------------------------------------------------------
+// IPC (cumem.h "IPC"), legacy DLPack, native-stream raw allocation, pool
+// access, program code and names, the kernel's CUkernel, the framework
+// configuration
+// ---------------------------------------------------------------------------
+
+loader::functions! {
+    pub fn cumem_resource_get_allocation_handle(
+        resource: *const cumem_resource_t,
+        out_handle: *mut *mut cumem_allocation_handle_t,
+    ) -> cumem_status_t;
+    pub fn cumem_allocation_handle_retain(handle: *mut cumem_allocation_handle_t) -> cumem_status_t;
+    pub fn cumem_allocation_handle_release(handle: *mut cumem_allocation_handle_t) -> cumem_status_t;
+    pub fn cumem_allocation_handle_fd(handle: *const cumem_allocation_handle_t, out_fd: *mut i32) -> cumem_status_t;
+    pub fn cumem_allocation_handle_dup_fd(handle: *const cumem_allocation_handle_t, out_fd: *mut i32) -> cumem_status_t;
+    pub fn cumem_allocation_handle_descriptor(
+        handle: *const cumem_allocation_handle_t,
+        out_descriptor: *mut cumem_ipc_descriptor_t,
+    ) -> cumem_status_t;
+    pub fn cumem_allocation_handle_from_fd(
+        pool_descriptor: *const cumem_ipc_descriptor_t,
+        fd: i32,
+        out_handle: *mut *mut cumem_allocation_handle_t,
+    ) -> cumem_status_t;
+    pub fn cumem_allocation_handle_from_pid(
+        pool_descriptor: *const cumem_ipc_descriptor_t,
+        pid: i32,
+        remote_fd: i32,
+        out_handle: *mut *mut cumem_allocation_handle_t,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_from_allocation_handle(
+        device: *const cumem_device_t,
+        handle: *const cumem_allocation_handle_t,
+        out_resource: *mut *mut cumem_resource_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_get_ipc_descriptor(
+        buffer: *const cumem_buffer_t,
+        out_descriptor: *mut cumem_ipc_descriptor_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_from_ipc_descriptor(
+        resource: *mut cumem_resource_t,
+        descriptor: *const cumem_ipc_descriptor_t,
+        stream: *const cumem_stream_t,
+        out_buffer: *mut *mut cumem_buffer_t,
+    ) -> cumem_status_t;
+    pub fn cumem_ipc_send(
+        socket: i32,
+        handle: *const cumem_allocation_handle_t,
+        descriptors: *const cumem_ipc_descriptor_t,
+        count: u32,
+    ) -> cumem_status_t;
+    pub fn cumem_ipc_receive(
+        socket: i32,
+        out_handle: *mut *mut cumem_allocation_handle_t,
+        descriptors: *mut cumem_ipc_descriptor_t,
+        capacity: u32,
+        out_count: *mut u32,
+    ) -> cumem_status_t;
+    pub fn cumem_event_get_ipc_handle(
+        event: *const cumem_event_t,
+        out_handle: *mut cumem_ipc_event_handle_t,
+    ) -> cumem_status_t;
+    pub fn cumem_event_from_ipc_handle(
+        device: *const cumem_device_t,
+        handle: *const cumem_ipc_event_handle_t,
+        out_event: *mut *mut cumem_event_t,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_to_dlpack_legacy(
+        buffer: *mut cumem_buffer_t,
+        options: *const cumem_dlpack_options_t,
+        out_tensor: *mut *mut DLManagedTensor,
+    ) -> cumem_status_t;
+    pub fn cumem_buffer_from_dlpack_legacy(
+        tensor: *mut DLManagedTensor,
+        out_buffer: *mut *mut cumem_buffer_t,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_allocate_native(
+        resource: *mut cumem_resource_t,
+        size: usize,
+        native_stream: *mut c_void,
+        out_ptr: *mut *mut c_void,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_deallocate_native(
+        resource: *mut cumem_resource_t,
+        ptr: *mut c_void,
+        size: usize,
+        native_stream: *mut c_void,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_pool_set_access(
+        resource: *mut cumem_resource_t,
+        peer: *const cumem_device_t,
+        read_write: cumem_bool_t,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_pool_get_access(
+        resource: *const cumem_resource_t,
+        peer: *const cumem_device_t,
+        out_read_write: *mut cumem_bool_t,
+    ) -> cumem_status_t;
+    pub fn cumem_program_code(
+        program: *const cumem_program_t,
+        out_code: *mut *const c_void,
+        out_size: *mut usize,
+    ) -> cumem_status_t;
+    pub fn cumem_program_lowered_name(
+        program: *const cumem_program_t,
+        name_expression: *const c_char,
+        out_name: *mut *const c_char,
+    ) -> cumem_status_t;
+    pub fn cumem_kernel_native(kernel: *const cumem_kernel_t, out_native: *mut *mut c_void) -> cumem_status_t;
+    pub fn cumem_framework_configure(configuration: *const c_char) -> cumem_status_t;
 }

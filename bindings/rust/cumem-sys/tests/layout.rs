@@ -367,7 +367,7 @@ fn zero_filled<T>() -> Vec<u8> {
 }
 
 /// The struct an _init() function fills, over memory that held garbage.
-fn from_init<T>(init: unsafe extern "C" fn(*mut T)) -> Vec<u8> {
+fn from_init<T>(init: unsafe fn(*mut T)) -> Vec<u8> {
     let mut m = MaybeUninit::<T>::uninit();
     // SAFETY: a valid pointer to writable memory of T's size; init fills
     // every field, and T has no padding.
@@ -428,4 +428,53 @@ fn defaults_init_functions_and_zero_filled_structs_are_the_same_bytes() {
 fn version_links_and_matches_the_header() {
     // SAFETY: no arguments, never fails.
     assert_eq!(unsafe { cumem_version() }, CUMEM_VERSION_NUMBER);
+}
+
+/// Every function of the C ABI (capi/api_table.txt, the one list of exported
+/// names) is declared here, nothing else is, and each has as many
+/// parameters as its PFN_ type in cumem_api.h.
+#[test]
+fn every_function_is_declared_with_its_parameter_count() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    let table = std::fs::read_to_string(root.join("capi/api_table.txt")).expect("capi/api_table.txt");
+    let names: Vec<&str> = table
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            match (w.next(), w.next()) {
+                (Some(v), Some(n)) if v.chars().all(|c| c.is_ascii_digit()) => Some(n),
+                _ => None,
+            }
+        })
+        .collect();
+    let api = std::fs::read_to_string(root.join("include/cumem/cumem_api.h")).expect("cumem_api.h");
+    let source = std::fs::read_to_string(root.join("bindings/rust/cumem-sys/src/lib.rs")).unwrap();
+    let declared: Vec<String> = source
+        .split("pub fn ")
+        .skip(1)
+        .map(|s| s.split('(').next().unwrap().trim().to_string())
+        .filter(|n| n.starts_with("cumem_"))
+        .collect();
+    for n in &names {
+        assert!(declared.iter().any(|d| d == n), "{n} (capi/api_table.txt) is not declared in cumem-sys");
+    }
+    for d in &declared {
+        assert!(names.contains(&d.as_str()), "{d} is declared in cumem-sys but is not in capi/api_table.txt");
+    }
+    let count_params = |list: &str| {
+        let list = list.trim();
+        if list.is_empty() || list == "void" {
+            0
+        } else {
+            list.split(',').filter(|p| !p.trim().is_empty()).count()
+        }
+    };
+    for n in &names {
+        let pfn = format!("(*PFN_{n})(");
+        let c = api.split(&pfn).nth(1).unwrap_or_else(|| panic!("no PFN_{n} in cumem_api.h"));
+        let c_params = count_params(c.split(");").next().unwrap());
+        let r = source.split(&format!("pub fn {n}(")).nth(1).unwrap();
+        let r_params = count_params(&r[..r.find(')').unwrap()]);
+        assert_eq!(r_params, c_params, "{n}: {r_params} parameters in cumem-sys, {c_params} in cumem.h");
+    }
 }

@@ -1,13 +1,21 @@
 //! The seed's memory_ops flow (examples/memory_ops.c, cuda.core's example)
-//! in safe Rust, as far as it goes without kernels: a stream, a device
-//! resource (the default pool) and a legacy pinned resource, a device and a
-//! pinned buffer, fills and copies between them and host slices, each
-//! checked. Exits 1 on any error or mismatch, and 77 (what test harnesses
-//! read as "skipped") where there is no GPU to run on.
-use cumem::{Device, Resource, Stream};
+//! in safe Rust: a kernel compiled at run time, typed device and legacy
+//! pinned buffers (`Buffer<f32>`), a launch over both, copies between them
+//! and host vectors, every value checked. Exits 1 on any error or mismatch,
+//! and 77 (what test harnesses read as "skipped") where there is no GPU.
+use cumem::{launch, Buffer, Device, LaunchConfig, Program, ProgramOptions, Resource, Stream};
 use std::process::ExitCode;
 
 const N: usize = 1024;
+
+const SOURCE: &str = r#"
+extern "C" __global__ void memory_ops(float* device_data, float* pinned_data, unsigned long long n) {
+  unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+  if (i < n) {
+    device_data[i] += 1.0f;
+    pinned_data[i] *= 3.0f;
+  }
+}"#;
 
 /// Deterministic pseudo-random floats in [0, 1) (no external crates).
 fn random_floats(seed: u32, n: usize) -> Vec<f32> {
@@ -18,14 +26,6 @@ fn random_floats(seed: u32, n: usize) -> Vec<f32> {
             (x >> 8) as f32 / (1u32 << 24) as f32
         })
         .collect()
-}
-
-fn to_bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|f| f.to_ne_bytes()).collect()
-}
-
-fn to_floats(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect()
 }
 
 /// Prints the check; true when all values match.
@@ -47,41 +47,37 @@ fn run(device: &Device) -> cumem::Result<bool> {
     println!("device 0: {} (compute capability {}.{})", props.name, props.compute_capability.0,
              props.compute_capability.1);
     let stream = Stream::new(device)?;
+    let kernel = Program::compile(device, SOURCE, &ProgramOptions::default())?.load()?.get_kernel("memory_ops")?;
     // The device's memory resource: its default pool unless the program chose another.
     let device_mr = device.memory_resource()?;
     let pinned_mr = Resource::legacy_pinned(device)?;
-    let bytes = N * std::mem::size_of::<f32>();
-    let mut device_buffer = device_mr.allocate(bytes, Some(&stream))?;
-    let mut pinned_buffer = pinned_mr.allocate(bytes, Some(&stream))?;
     let mut ok = true;
-    let mut out = vec![0u8; bytes];
 
-    // Host data -> pinned -> device, read back.
-    let original = random_floats(2024, N);
-    pinned_buffer.copy_from_slice(&to_bytes(&original), Some(&stream))?;
-    pinned_buffer.copy_to(&device_buffer, Some(&stream))?;
-    device_buffer.copy_to_slice(&mut out, Some(&stream))?;
-    ok &= compare("device buffer after copy from pinned", &to_floats(&out), &original);
+    let original_device = random_floats(2024, N);
+    let original_pinned = random_floats(7, N);
+    let mut device_buffer: Buffer<f32> = device_mr.from_slice(&original_device, Some(&stream))?;
+    let mut pinned_buffer: Buffer<f32> = pinned_mr.from_slice(&original_pinned, Some(&stream))?;
 
-    // Fill the device buffer with 1.0f (0x3f800000, 4-byte pattern).
-    device_buffer.fill(1.0f32.to_bits(), 4, Some(&stream))?;
-    device_buffer.copy_to_slice(&mut out, Some(&stream))?;
-    ok &= compare("device buffer after fill 1.0", &to_floats(&out), &[1.0; N]);
+    let n = N as u64;
+    // SAFETY: memory_ops(float*, float*, unsigned long long), N elements each.
+    unsafe {
+        launch(&kernel, Some(&stream), &LaunchConfig::for_elements(N as u32, 256),
+               &[(&device_buffer).into(), (&pinned_buffer).into(), (&n).into()])?;
+    }
+    let plus_one: Vec<f32> = original_device.iter().map(|x| x + 1.0).collect();
+    let times_three: Vec<f32> = original_pinned.iter().map(|x| x * 3.0).collect();
+    ok &= compare("device_data[i] == original + 1", &device_buffer.copy_to_vec(Some(&stream))?, &plus_one);
+    ok &= compare("pinned_data[i] == original * 3", &pinned_buffer.copy_to_vec(Some(&stream))?, &times_three);
 
     // Device -> pinned: the pinned buffer now holds the device results.
-    pinned_buffer.fill(0, 1, Some(&stream))?;
     device_buffer.copy_to(&pinned_buffer, Some(&stream))?;
-    pinned_buffer.copy_to_slice(&mut out, Some(&stream))?;
-    ok &= compare("pinned after copy from device", &to_floats(&out), &[1.0; N]);
+    ok &= compare("pinned after copy from device", &pinned_buffer.copy_to_vec(Some(&stream))?, &plus_one);
 
-    // Pinned (fresh data) -> a new device buffer, read back.
-    let second = random_floats(7, N);
-    pinned_buffer.copy_from_slice(&to_bytes(&second), Some(&stream))?;
-    let mut new_device_buffer = device_mr.allocate(bytes, Some(&stream))?;
-    new_device_buffer.copy_from_slice(&vec![0u8; bytes], Some(&stream))?;
+    // Pinned -> a new device buffer.
+    let mut new_device_buffer: Buffer<f32> = device_mr.alloc_zeros(N, Some(&stream))?;
     pinned_buffer.copy_to(&new_device_buffer, Some(&stream))?;
-    new_device_buffer.copy_to_slice(&mut out, Some(&stream))?;
-    ok &= compare("new device buffer after copy from pinned", &to_floats(&out), &second);
+    ok &= compare("new device buffer after copy from pinned",
+                  &new_device_buffer.copy_to_vec(Some(&stream))?, &plus_one);
 
     let stats = device_mr.statistics()?;
     println!("device resource: {} bytes in use in {} buffers, peak {}", stats.bytes_in_use,

@@ -15,6 +15,30 @@
 //! # Ok::<(), cumem::Error>(())
 //! ```
 //!
+//! Typed buffers: `Resource::alloc::<T>(len, stream)`, `from_slice(&[T])`,
+//! `Buffer<T>::copy_from_slice(&[T])` / `copy_to_vec()` for element types
+//! that are plain data ([`DeviceRepr`]), as cudarc's `CudaSlice<T>`;
+//! kernels: [`Program::compile`], [`Library::get_kernel`], [`launch`];
+//! IPC: [`Resource::get_allocation_handle`], [`Buffer::get_ipc_descriptor`],
+//! [`ipc_send`] / [`ipc_receive`]; DLPack: [`Buffer::to_dlpack`],
+//! [`Buffer::from_dlpack`].
+//!
+//! # Finding libcumem
+//!
+//! libcumem is loaded at run time (`dlopen`, by `cumem-sys`'s loader) on
+//! the first call, not linked, so that a program depending on this crate
+//! runs without `LD_LIBRARY_PATH` and without a build script of its own (an
+//! rpath set by a `-sys` crate's build script reaches only that crate's
+//! tests, never a dependent's binary), the crates build and document where
+//! libcumem is absent, and a missing library is a clear error rather than a
+//! program the loader refuses to start. Where it looks, first match wins:
+//! `$CUMEM_LIBRARY` (a file; when set, the only one tried); the folder
+//! found when cumem-sys was built (`$CUMEM_LIB_DIR`, else `pkg-config`'s,
+//! else the libcumem repository's `build/`); `libcumem.so.1` on the dynamic
+//! loader's search path (an installed libcumem). [`library_path`] says
+//! which file was loaded. When none loads, every call fails with
+//! `Status::NOT_SUPPORTED` and a message listing what was tried.
+//!
 //! Thread safety, from the header (include/cumem/cumem.h, "Thread safety"):
 //! "every function may be called from any thread. Devices, resources,
 //! streams, events, programs and kernels allow all calls concurrently. A
@@ -31,6 +55,15 @@ use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
 
 pub use cumem_sys as sys;
+
+mod dlpack;
+mod ipc;
+mod kernel;
+mod typed;
+pub use dlpack::DlpackOptions;
+pub use ipc::{ipc_receive, ipc_send, AllocationHandle, IpcDescriptor};
+pub use kernel::{launch, KernelArg, Kernel, LaunchConfig, Library, Program, ProgramOptions};
+pub use typed::DeviceRepr;
 
 // ---------------------------------------------------------------------------
 // Status and errors
@@ -98,7 +131,10 @@ impl Error {
         &self.message
     }
     fn last(status: sys::cumem_status_t) -> Error {
-        Error { status: Status(status), message: last_error_message() }
+        // A call the loader could not make (no libcumem, or an older one)
+        // says why; else libcumem's own message.
+        let message = sys::loader::unavailable_message().unwrap_or_else(last_error_message);
+        Error { status: Status(status), message }
     }
 }
 
@@ -149,6 +185,31 @@ pub fn log_level() -> Result<sys::cumem_log_level_t> {
     // SAFETY: valid out pointer.
     check(unsafe { sys::cumem_get_log_level(&mut level) })?;
     Ok(level)
+}
+
+/// The file libcumem was loaded from (loading it if needed), or why it could
+/// not be: `Status::NOT_SUPPORTED` with the paths tried (see cumem-sys's
+/// loader: `$CUMEM_LIBRARY`, the folder found at build time, the loader's
+/// search path).
+pub fn library_path() -> Result<String> {
+    sys::loader::library_path().map(str::to_string).map_err(|e| Error {
+        status: Status::NOT_SUPPORTED,
+        message: e.to_string_lossy().into_owned(),
+    })
+}
+
+/// Configures the resource the framework entry points (PyTorch, CuPy,
+/// Numba hook-ups) make for each device that has none set: the text
+/// `$CUMEM_ALLOC_CONF` takes, e.g. `"kind:caching,expandable:true,limit:40GiB"`
+/// ("" is the defaults). A refused text is `Status::INVALID_ARGUMENT`
+/// naming the key; nothing changes then.
+pub fn framework_configure(configuration: &str) -> Result<()> {
+    let c = std::ffi::CString::new(configuration).map_err(|_| Error {
+        status: Status::INVALID_ARGUMENT,
+        message: "the configuration holds a NUL byte".into(),
+    })?;
+    // SAFETY: a NUL-terminated string.
+    check(unsafe { sys::cumem_framework_configure(c.as_ptr()) })
 }
 
 /// The CUDA driver's version (e.g. 13000 for 13.0).
@@ -428,7 +489,7 @@ impl Resource {
         let mut raw = ptr::null_mut();
         // SAFETY: live resource, optional live stream, valid out pointer.
         check(unsafe { sys::cumem_resource_allocate(self.raw.as_ptr(), size, opt_stream(stream), &mut raw) })?;
-        Ok(Buffer { raw: non_null(raw) })
+        Ok(Buffer::adopt(non_null(raw)))
     }
 
     pub fn statistics(&self) -> Result<Statistics> {
@@ -474,17 +535,23 @@ impl Drop for Resource {
 // Buffers
 // ---------------------------------------------------------------------------
 
-/// Memory allocated from a resource. Its contents are only reached through
-/// libcumem (copies, fills), never as a Rust slice, so `&Buffer` never
-/// aliases Rust memory.
+/// Memory allocated from a resource, seen as elements of `T` (bytes by
+/// default; [`DeviceRepr`] types: see typed.rs, `Buffer<f32>` with
+/// `copy_from_slice(&[f32])` and `copy_to_vec()`, as cudarc's
+/// `CudaSlice<T>`). Its contents are only reached through libcumem (copies,
+/// fills, kernels), never as a Rust slice, so `&Buffer` never aliases Rust
+/// memory. `repr(transparent)`: a `Buffer<T>` is one handle, whatever `T`
+/// (so `as_bytes` is a view of the same buffer).
 #[derive(Debug)]
-pub struct Buffer {
+#[repr(transparent)]
+pub struct Buffer<T = u8> {
     raw: NonNull<sys::cumem_buffer_t>,
+    _elements: std::marker::PhantomData<fn() -> T>,
 }
 // SAFETY: see the crate's thread-safety note: every call taking `&self` may
 // run concurrently; close takes `&mut self` and the last release is in Drop.
-unsafe impl Send for Buffer {}
-unsafe impl Sync for Buffer {}
+unsafe impl<T> Send for Buffer<T> {}
+unsafe impl<T> Sync for Buffer<T> {}
 
 /// What a buffer's memory is (`cumem_memory_kind_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -544,7 +611,12 @@ impl Drop for Wrapped {
     }
 }
 
-impl Buffer {
+impl<T> Buffer<T> {
+    /// Takes over one reference to `raw` (a buffer libcumem just handed out).
+    fn adopt(raw: NonNull<sys::cumem_buffer_t>) -> Buffer<T> {
+        Buffer { raw, _elements: std::marker::PhantomData }
+    }
+
     pub fn ptr(&self) -> Result<*mut c_void> {
         let mut p = ptr::null_mut();
         // SAFETY: live handle, valid out pointer.
@@ -591,7 +663,7 @@ impl Buffer {
 
     /// Copies all of `self` into `dst` (sizes must be equal:
     /// `Status::SIZE_MISMATCH`), ordered on `stream`.
-    pub fn copy_to(&self, dst: &Buffer, stream: Option<&Stream>) -> Result<()> {
+    pub fn copy_to(&self, dst: &Buffer<T>, stream: Option<&Stream>) -> Result<()> {
         // SAFETY: live handles; concurrent calls are allowed (header).
         check(unsafe { sys::cumem_buffer_copy_to(self.raw.as_ptr(), dst.raw.as_ptr(), opt_stream(stream)) })
     }
@@ -601,9 +673,12 @@ impl Buffer {
     /// returning (the slice is only borrowed). With `stream` None only
     /// memory that no device accesses (host resource) can be copied, since
     /// there is no stream to wait for: else `Status::INVALID_ARGUMENT`.
-    pub fn copy_from_slice(&self, src: &[u8], stream: Option<&Stream>) -> Result<()> {
+    pub fn copy_from_slice(&self, src: &[T], stream: Option<&Stream>) -> Result<()>
+    where
+        T: DeviceRepr,
+    {
         self.require_stream_for_device_memory(stream, "copy_from_slice")?;
-        let wrapped = Wrapped::new(src.as_ptr() as *mut u8, src.len())?;
+        let wrapped = Wrapped::new(src.as_ptr() as *mut u8, std::mem::size_of_val(src))?;
         // SAFETY: live handles; libcumem only reads the wrapped source.
         check(unsafe { sys::cumem_buffer_copy_from(self.raw.as_ptr(), wrapped.0.as_ptr(), opt_stream(stream)) })?;
         if let Some(s) = stream {
@@ -615,9 +690,18 @@ impl Buffer {
     /// Copies the buffer into `dst` (sizes must be equal:
     /// `Status::SIZE_MISMATCH`) on `stream`, and waits for the copy before
     /// returning. `stream` None: as for [`Buffer::copy_from_slice`].
-    pub fn copy_to_slice(&self, dst: &mut [u8], stream: Option<&Stream>) -> Result<()> {
-        self.require_stream_for_device_memory(stream, "copy_to_slice")?;
-        let wrapped = Wrapped::new(dst.as_mut_ptr(), dst.len())?;
+    pub fn copy_to_slice(&self, dst: &mut [T], stream: Option<&Stream>) -> Result<()>
+    where
+        T: DeviceRepr,
+    {
+        self.copy_into(dst.as_mut_ptr() as *mut u8, std::mem::size_of_val(dst), stream, "copy_to_slice")
+    }
+
+    /// Copies the buffer into `bytes` bytes at `dst` (host memory writable
+    /// for the call, initialised or not) and waits for the copy.
+    fn copy_into(&self, dst: *mut u8, bytes: usize, stream: Option<&Stream>, what: &str) -> Result<()> {
+        self.require_stream_for_device_memory(stream, what)?;
+        let wrapped = Wrapped::new(dst, bytes)?;
         // SAFETY: live handles; `dst` is borrowed mutably until we return,
         // after the copy has finished.
         check(unsafe { sys::cumem_buffer_copy_to(self.raw.as_ptr(), wrapped.0.as_ptr(), opt_stream(stream)) })?;
@@ -654,7 +738,7 @@ impl Buffer {
     }
 }
 
-impl Drop for Buffer {
+impl<T> Drop for Buffer<T> {
     fn drop(&mut self) {
         // SAFETY: we own one reference; the last one closes the buffer on its
         // deallocation stream (close explicitly to see errors).
@@ -800,7 +884,7 @@ impl Resource {
     }
 }
 
-impl Buffer {
+impl<T> Buffer<T> {
     /// Resizes a buffer of a virtual resource to `new_size` bytes, contents
     /// kept (cuda.core's `modify_allocation`); `ptr()` may change. Ordered
     /// on `stream` (None: the deallocation stream).
@@ -817,7 +901,9 @@ impl Buffer {
         check(unsafe { sys::cumem_buffer_get_virtual_ipc_handle(self.raw.as_ptr(), &mut raw) })?;
         Ok(VirtualIpcHandle { raw: non_null(raw) })
     }
+}
 
+impl Buffer {
     /// Maps another process's virtual buffer on `device`.
     pub fn from_virtual_ipc_handle(device: &Device, handle: &VirtualIpcHandle, stream: Option<&Stream>) -> Result<Buffer> {
         let mut raw = ptr::null_mut();
@@ -825,7 +911,7 @@ impl Buffer {
         check(unsafe {
             sys::cumem_buffer_from_virtual_ipc_handle(device.raw.as_ptr(), handle.raw.as_ptr(), opt_stream(stream), &mut raw)
         })?;
-        Ok(Buffer { raw: non_null(raw) })
+        Ok(Buffer::adopt(non_null(raw)))
     }
 }
 
@@ -1286,18 +1372,18 @@ impl Device {
         let mut raw = ptr::null_mut();
         // SAFETY: live device, optional live stream, valid out pointer.
         check(unsafe { sys::cumem_device_allocate(self.raw.as_ptr(), size, opt_stream(stream), &mut raw) })?;
-        Ok(Buffer { raw: non_null(raw) })
+        Ok(Buffer::adopt(non_null(raw)))
     }
 }
 
-impl Buffer {
+impl<T> Buffer<T> {
     /// cuda.core's copy_to with no destination: a new buffer from this
     /// buffer's resource, holding a copy made on `stream`.
-    pub fn copy_to_new(&self, stream: Option<&Stream>) -> Result<Buffer> {
+    pub fn copy_to_new(&self, stream: Option<&Stream>) -> Result<Buffer<T>> {
         let mut raw = ptr::null_mut();
         // SAFETY: live handle, optional live stream, valid out pointer.
         check(unsafe { sys::cumem_buffer_copy_to_new(self.raw.as_ptr(), opt_stream(stream), &mut raw) })?;
-        Ok(Buffer { raw: non_null(raw) })
+        Ok(Buffer::adopt(non_null(raw)))
     }
 
     /// Managed memory: migrates the pages to `location` on `stream`.
