@@ -4,10 +4,17 @@
 // caching adaptor, pairs from 1 to 16 threads each on its own stream, and
 // device-to-device copies. The host_* benchmarks need no GPU. Run:
 // build/bench/bench_memory (GPU benchmarks skip without a device).
+//
+// A buffer is what Python, Rust and C++ users hold, so its pair (allocate,
+// release) is set beside the raw pair of the same resource, in C and through
+// the C++ facade, on one thread and on 1..16 (issue 26's goals: a buffer
+// pair at most 1.5x the raw pair, the facade the same as C, 16 threads with
+// buffers at least 0.8x the raw aggregate).
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cumem/cumem.h>
+#include <cumem/cumem.hpp>
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -165,6 +172,26 @@ void caching_buffer_alloc_close(benchmark::State& state) {
   cumem_stream_synchronize(s.stream);
 }
 
+// The same pair through the C++ facade: cumem::Resource::allocate and the
+// cumem::Buffer destructor.
+void caching_facade_alloc_close(benchmark::State& state) {
+  if (!usable(state)) return;
+  const Setup& s = setup();
+  cumem_resource_retain(s.cache);
+  const cumem::Resource cache(s.cache);
+  const cumem::StreamRef stream(s.stream);
+  const size_t size = static_cast<size_t>(state.range(0));
+  try {
+    for (auto _ : state) {
+      cumem::Buffer b = cache.allocate(size, stream);
+      benchmark::DoNotOptimize(b.get());
+    }
+  } catch (const cumem::Error& e) {
+    state.SkipWithError(e.what());
+  }
+  cumem_stream_synchronize(s.stream);
+}
+
 // 64 KiB pairs, each thread on a stream of its own; items/s is pairs/s.
 void threads_pairs(benchmark::State& state, bool caching) {
   if (!usable(state)) return;
@@ -238,6 +265,75 @@ void host_pairs_history(benchmark::State& state, bool stacks) {
   if (state.thread_index() == 0) cumem_memory_history_stop();
 }
 
+// One buffer pair (allocate, release: the release closes) on `resource`;
+// false (and the state skipped) on failure.
+bool buffer_pair(benchmark::State& state, cumem_resource_t* resource, size_t size,
+                 cumem_stream_t* stream) {
+  cumem_buffer_t* b = nullptr;
+  if (cumem_resource_allocate(resource, size, stream, &b) != CUMEM_SUCCESS) {
+    state.SkipWithError(cumem_last_error_message());
+    return false;
+  }
+  cumem_buffer_release(b);
+  return true;
+}
+
+// Buffers on the caching adaptor, 64 KiB, each thread on a stream of its
+// own, in C (facade false) or through the C++ facade; items/s is pairs/s,
+// set beside threads_pairs/caching (the raw pairs).
+void threads_buffer_pairs(benchmark::State& state, bool facade) {
+  if (!usable(state)) return;
+  const Setup& s = setup();
+  cumem_stream_t* stream = nullptr;
+  if (cumem_stream_create(s.device, nullptr, &stream) != CUMEM_SUCCESS) {
+    state.SkipWithError(cumem_last_error_message());
+    return;
+  }
+  cumem_resource_retain(s.cache);
+  const cumem::Resource cache(s.cache);
+  try {
+    for (auto _ : state) {
+      if (facade) {
+        cumem::Buffer b = cache.allocate(64 << 10, cumem::StreamRef(stream));
+        benchmark::DoNotOptimize(b.get());
+      } else if (!buffer_pair(state, s.cache, 64 << 10, stream)) {
+        break;
+      }
+    }
+  } catch (const cumem::Error& e) {
+    state.SkipWithError(e.what());
+  }
+  state.SetItemsProcessed(state.iterations());
+  cumem_stream_synchronize(stream);
+  cumem_stream_release(stream);
+}
+
+// Buffer pairs on the caching adaptor over the host resource (no GPU), set
+// beside host_pairs/caching_over_host: in C, and through the facade.
+void host_buffer_pairs(benchmark::State& state) {
+  cumem_resource_t* r = host_resource(true);
+  const size_t size = static_cast<size_t>(state.range(0));
+  for (auto _ : state)
+    if (!buffer_pair(state, r, size, nullptr)) break;
+  state.SetItemsProcessed(state.iterations());
+}
+
+void host_facade_pairs(benchmark::State& state) {
+  cumem_resource_t* raw = host_resource(true);
+  cumem_resource_retain(raw);
+  const cumem::Resource r(raw);
+  const size_t size = static_cast<size_t>(state.range(0));
+  try {
+    for (auto _ : state) {
+      cumem::Buffer b = r.allocate(size);
+      benchmark::DoNotOptimize(b.get());
+    }
+  } catch (const cumem::Error& e) {
+    state.SkipWithError(e.what());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 // The getters a dashboard or PyTorch's memory_stats polls: statistics and
 // properties of a resource that 1 (Arg 1) or 16 (Arg 16) threads have used.
 void getters(benchmark::State& state, bool statistics) {
@@ -305,12 +401,17 @@ BENCHMARK(cumem_raw_alloc_free)->Arg(256)->Arg(1 << 20);
 BENCHMARK(cumem_buffer_alloc_close)->Arg(256)->Arg(1 << 20);
 BENCHMARK(caching_raw_alloc_free)->Arg(256)->Arg(64 << 10)->Arg(1 << 20)->Arg(64 << 20);
 BENCHMARK(caching_buffer_alloc_close)->Arg(256)->Arg(1 << 20);
+BENCHMARK(caching_facade_alloc_close)->Arg(256)->Arg(1 << 20);
 BENCHMARK_CAPTURE(threads_pairs, driver_pool, false)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK_CAPTURE(threads_pairs, caching, true)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK_CAPTURE(threads_buffer_pairs, caching_buffer, false)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK_CAPTURE(threads_buffer_pairs, caching_facade, true)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK_CAPTURE(host_pairs, host, false)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK_CAPTURE(host_pairs, caching_over_host, true)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK_CAPTURE(host_pairs_history, caching_over_host_history, false)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK_CAPTURE(host_pairs_history, caching_over_host_history_stacks, true)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK(host_buffer_pairs)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK(host_facade_pairs)->Arg(256)->Arg(64 << 10)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK_CAPTURE(getters, statistics, true)->Arg(1)->Arg(16);
 BENCHMARK_CAPTURE(getters, properties, false)->Arg(1)->Arg(16);
 BENCHMARK_CAPTURE(copy_d2d, driver, false)->UseRealTime()->Unit(benchmark::kMillisecond);
