@@ -16,8 +16,13 @@ import cumem
 
 def make_fake_numba():
     numba = types.ModuleType("numba")
-    numba.config = types.SimpleNamespace(CUDA_USE_NVIDIA_BINDING=False)
+    # numba-cuda's ctypes binding, as its driver module says (USE_NV_BINDING);
+    # numba's own config disagrees on purpose (as it does on the H200).
+    numba.config = types.SimpleNamespace(CUDA_USE_NVIDIA_BINDING=True)
     cuda = types.ModuleType("numba.cuda")
+    cuda.cudadrv = types.ModuleType("numba.cuda.cudadrv")
+    cuda.cudadrv.driver = types.ModuleType("numba.cuda.cudadrv.driver")
+    cuda.cudadrv.driver.USE_NV_BINDING = False
 
     class HostOnlyCUDAMemoryManager:
         def __init__(self, *args, **kwargs):
@@ -64,6 +69,8 @@ def numba(monkeypatch):
     fake = make_fake_numba()
     monkeypatch.setitem(sys.modules, "numba", fake)
     monkeypatch.setitem(sys.modules, "numba.cuda", fake.cuda)
+    monkeypatch.setitem(sys.modules, "numba.cuda.cudadrv", fake.cuda.cudadrv)
+    monkeypatch.setitem(sys.modules, "numba.cuda.cudadrv.driver", fake.cuda.cudadrv.driver)
     sys.modules.pop("cumem.numba", None)
     plugin = importlib.import_module("cumem.numba")
     yield fake, plugin

@@ -23,7 +23,7 @@ with libcumem's own IPC (Buffer.get_ipc_descriptor) instead.
 """
 import ctypes
 
-from numba import config, cuda
+from numba import cuda  # noqa: F401  (numba.cuda first: the EMM classes below)
 
 import cumem
 
@@ -36,9 +36,18 @@ except ImportError:  # older numba keeps some in numba.cuda.cudadrv.driver
 __all__ = ["CumemNumbaManager"]
 
 
+def _uses_nvidia_binding():
+    """Whether Numba's driver works with cuda.bindings' types. numba-cuda
+    decided it in its driver module (USE_NV_BINDING); its newest versions
+    have only that binding and no flag, while numba's own
+    config.CUDA_USE_NVIDIA_BINDING still says 0 (seen on the H200)."""
+    from numba.cuda.cudadrv import driver
+    return bool(getattr(driver, "USE_NV_BINDING", True))
+
+
 def _pointer(address):
     """The pointer type Numba's driver binding uses."""
-    if getattr(config, "CUDA_USE_NVIDIA_BINDING", True):
+    if _uses_nvidia_binding():
         from cuda.bindings.driver import CUdeviceptr
         return CUdeviceptr(address)
     return ctypes.c_uint64(address)
