@@ -216,7 +216,12 @@ void Buffer::close(const Stream* stream) {
   if (closed_.exchange(true, std::memory_order_acq_rel))
     fail(Status::buffer_closed, "the buffer was closed");
   try {
-    free_memory(stream ? stream : deallocation_stream_.get());
+    if (stream) {
+      free_memory(stream);
+    } else {
+      RememberedStreamScope remembered;
+      free_memory(deallocation_stream_.get());
+    }
   } catch (...) {
     // Nothing was freed (a synchronous free refused on a capturing stream,
     // a driver error): the buffer stays open, so that closing it later, or
@@ -281,6 +286,7 @@ Buffer::~Buffer() {
   // and they go to the log.
   try {
     closed_.store(true, std::memory_order_release);
+    RememberedStreamScope remembered;
     free_memory(deallocation_stream_.get());
   } catch (...) {
     log::swallowed("freeing a buffer's memory as its last reference went");

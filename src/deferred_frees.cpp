@@ -29,9 +29,10 @@ bool try_free(const DeferredFree& f) {
   if (s && allocated_on != s->native()) {
     // As the framework's own free on another stream: after the allocating
     // stream's work so far (or the whole device, should the event fail).
-    order_or_synchronize(s->device(), allocated_on, s->native(),
-                         "ordering a deferred free after the allocating stream's work");
+    order_after_remembered(s->device(), f.allocated_on.get(), s->native(),
+                           "ordering a deferred free after the allocating stream's work");
   }
+  RememberedStreamScope remembered;  // the free was asked for earlier
   f.resource->deallocate_raw(f.ptr, f.size, s);
   return true;
 }

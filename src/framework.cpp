@@ -267,7 +267,11 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
                                        : record.stream;
     // Memory from outside any capture, freed on a capturing stream: a graph
     // cannot free it, so the free waits until the capture ends.
-    if (!record.captured && capture_status(s.get()) != CaptureStatus::none) {
+    // (A framework's own stream remembered from the allocation may be gone:
+    // not asked.)
+    const bool remembered_foreign = !stream_given && s && s->foreign();
+    if (!record.captured && !remembered_foreign &&
+        capture_status(s.get()) != CaptureStatus::none) {
       defer_free({record.resource, ptr, record.size, record.stream, s});
       return;
     }
@@ -276,12 +280,18 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
     if (freed_on != allocated_on) {
       const Device* device = s ? &s->device() : record.resource->device();
       // The record keeps a stream libcumem created alive, so the event can
-      // be recorded on it; should that fail anyway, the device is waited for.
+      // be recorded on it (should that fail anyway, the device is waited
+      // for); a framework's own stream may be gone, so then the device is.
       if (device)
-        order_or_synchronize(*device, allocated_on, freed_on,
-                             "ordering a free after the allocating stream's work");
+        order_after_remembered(*device, record.stream.get(), freed_on,
+                               "ordering a free after the allocating stream's work");
     }
-    record.resource->deallocate_raw(ptr, record.size, s.get());
+    if (stream_given) {
+      record.resource->deallocate_raw(ptr, record.size, s.get());
+    } else {
+      RememberedStreamScope remembered;  // CuPy's free names no stream
+      record.resource->deallocate_raw(ptr, record.size, s.get());
+    }
   } catch (...) {
     // Not freed: keep the record so that the memory can still be freed.
     std::lock_guard<std::mutex> lock(shard.mutex);

@@ -34,7 +34,96 @@ Stream::Stream(Ref<Device> device, CUstream handle, bool owned, Ref<Stream> keep
       handle_(handle),
       owned_(owned),
       serial_(serial_counter.fetch_add(1, std::memory_order_relaxed)),
-      keep_(std::move(keep)) {}
+      keep_(std::move(keep)) {
+  foreign_ = !owned_ && !keep_ && handle_ != CU_STREAM_LEGACY && handle_ != CU_STREAM_PER_THREAD;
+}
+
+// One event per foreign native stream, recorded at each free on it (see
+// Stream::record_marker). Made at the first record; destroyed with the last
+// wrapper that shares it.
+struct FreeMarker {
+  std::mutex mutex;
+  CUevent event = nullptr;
+  bool recorded = false;
+  bool dirty = false;  // a free since the last record could not record
+  Ref<Device> device;
+  ~FreeMarker() {
+    if (!event) return;
+    try {
+      ScopedContext scope(*device);
+      CUMEM_CU_CLEANUP(cuEventDestroy, (event), "destroying a foreign stream's free marker");
+    } catch (...) {
+      log::swallowed("destroying a foreign stream's free marker");
+    }
+  }
+};
+
+namespace {
+
+// The markers of the foreign streams that have wrappers, by native handle.
+struct Markers {
+  std::mutex mutex;
+  std::unordered_map<CUstream, std::weak_ptr<FreeMarker>> by_native;
+};
+Markers& markers() {
+  static Markers* m = new Markers;  // never destroyed: wrappers die at exit
+  return *m;
+}
+
+std::shared_ptr<FreeMarker> marker_for(CUstream native, const Ref<Device>& device) {
+  Markers& m = markers();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  std::weak_ptr<FreeMarker>& slot = m.by_native[native];
+  std::shared_ptr<FreeMarker> marker = slot.lock();
+  if (!marker) {
+    marker = std::make_shared<FreeMarker>();
+    marker->device = device;
+    slot = marker;
+  }
+  // Forget the handles whose wrappers are all gone, now and then.
+  if (m.by_native.size() > 64)
+    for (auto it = m.by_native.begin(); it != m.by_native.end();)
+      it = it->second.expired() ? m.by_native.erase(it) : std::next(it);
+  return marker;
+}
+
+}  // namespace
+
+namespace {
+thread_local bool remembered_stream = false;
+}  // namespace
+
+RememberedStreamScope::RememberedStreamScope() noexcept : previous_(remembered_stream) {
+  remembered_stream = true;
+}
+RememberedStreamScope::~RememberedStreamScope() { remembered_stream = previous_; }
+bool RememberedStreamScope::active() noexcept { return remembered_stream; }
+
+void Stream::record_marker() const {
+  FreeMarker& m = *marker_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  ScopedContext scope(*device_);
+  if (!m.event)
+    CUMEM_CU(cuEventCreate, (&m.event, CU_EVENT_DISABLE_TIMING),
+             "creating the free marker of " + describe());
+  CUMEM_CU(cuEventRecord, (m.event, handle_), "recording the free marker of " + describe());
+  m.recorded = true;
+  m.dirty = false;
+}
+
+void Stream::note_unmarked_free() const noexcept {
+  FreeMarker& m = *marker_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  m.dirty = true;
+}
+
+bool Stream::wait_for_marker(CUstream later) const {
+  FreeMarker& m = *marker_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  if (!m.recorded || m.dirty) return false;
+  ScopedContext scope(*device_);
+  return CUMEM_CU_QUIET(cuStreamWaitEvent, (later, m.event, 0)) == CUDA_SUCCESS;
+}
 
 uint64_t Stream::epoch() noexcept { return epoch_counter.load(std::memory_order_acquire); }
 
@@ -121,7 +210,10 @@ Ref<Stream> Stream::wrap(Ref<Device> device, CUstream native) {
       fail(Status::wrong_device, "the stream to wrap belongs to CUdevice " +
                                      std::to_string(dev) + ", not to " + device->describe());
   }
-  return Ref<Stream>::adopt(new Stream(std::move(device), native, false, std::move(owner)));
+  Ref<Stream> wrapped =
+      Ref<Stream>::adopt(new Stream(device, native, false, std::move(owner)));
+  if (wrapped->foreign_) wrapped->marker_ = marker_for(native, device);
+  return wrapped;
 }
 
 Ref<Stream> Stream::legacy_default(Ref<Device> device) {
@@ -221,6 +313,17 @@ void order_or_synchronize(const Device& device, CUstream earlier, CUstream later
   const char* failed = nullptr;
   if (enqueue_wait(earlier, later, &failed) != CUDA_SUCCESS)
     CUMEM_CU(cuCtxSynchronize, (), what);
+}
+
+void order_after_remembered(const Device& device, const Stream* earlier, CUstream later,
+                            const char* what) {
+  if (earlier && earlier->foreign()) {
+    ScopedContext scope(device);
+    RelaxedCaptureMode relaxed;
+    CUMEM_CU(cuCtxSynchronize, (), what);
+    return;
+  }
+  order_or_synchronize(device, native_or_legacy(earlier), later, what);
 }
 
 }  // namespace cumem::core

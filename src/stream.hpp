@@ -13,6 +13,8 @@
 
 #include <cuda.h>
 
+#include <memory>
+
 #include "device.hpp"
 #include "object.hpp"
 
@@ -43,6 +45,26 @@ class Stream : public Object {
   // slab are reused; this tells a reused slot from the object once there).
   uint64_t serial() const noexcept { return serial_; }
   bool owned() const noexcept { return owned_; }
+  // A stream libcumem neither created nor keeps alive (a framework's own,
+  // wrapped): it may be destroyed while caches still hold blocks freed on
+  // it, so nothing may be queued on it later than the call that handed it
+  // in. Such work is ordered through its free marker instead.
+  bool foreign() const noexcept { return foreign_; }
+  // Records the free marker on a foreign stream: everything queued on it so
+  // far comes before a later wait_for_marker. One event per native stream,
+  // shared by its wrappers (the last record of any of them covers all).
+  // Throws on a driver failure.
+  void record_marker() const;
+  // A free on this foreign stream that could not record the marker (the
+  // stream was remembered, not handed in: it may be gone): until the next
+  // record, wait_for_marker says false.
+  void note_unmarked_free() const noexcept;
+  // Makes `later` (null: the legacy default stream) wait for this foreign
+  // stream's last marker record, without touching this stream. False when
+  // no record covers every free on it (never recorded, or a free since
+  // could not record) or the wait failed: the caller then waits for the
+  // device.
+  bool wait_for_marker(CUstream later) const;
 
   // The live stream libcumem created for `native`, with a reference for
   // the caller; null when libcumem did not create it (or it is gone).
@@ -61,6 +83,25 @@ class Stream : public Object {
   uint64_t serial_;
   // A wrapper of a CUstream that libcumem created keeps that stream alive.
   Ref<Stream> keep_;
+  bool foreign_ = false;
+  // A foreign stream's free marker (shared by every wrapper of the native).
+  std::shared_ptr<struct FreeMarker> marker_;
+};
+
+// Marks, on the calling thread for its scope, that the stream of the frees
+// made now was remembered (a buffer's or a framework allocation's own),
+// not handed in by the caller: a foreign one may be gone, so those frees
+// queue nothing on it (Stream::note_unmarked_free).
+class RememberedStreamScope {
+ public:
+  RememberedStreamScope() noexcept;
+  ~RememberedStreamScope();
+  RememberedStreamScope(const RememberedStreamScope&) = delete;
+  RememberedStreamScope& operator=(const RememberedStreamScope&) = delete;
+  static bool active() noexcept;
+
+ private:
+  bool previous_;
 };
 
 // The native handle of an optional stream: the legacy default stream for
@@ -82,5 +123,10 @@ CUresult enqueue_wait(CUstream earlier, CUstream later, const char** failed_call
 // names the ordering for the error, should the device wait fail as well.
 void order_or_synchronize(const Device& device, CUstream earlier, CUstream later,
                           const char* what);
+// The same, for an `earlier` stream that was remembered (null: the legacy
+// default stream): a foreign one may be gone, so the device is waited for
+// instead of recording on it.
+void order_after_remembered(const Device& device, const Stream* earlier, CUstream later,
+                            const char* what);
 
 }  // namespace cumem::core

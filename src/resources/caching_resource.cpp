@@ -296,10 +296,14 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
       wait_before_free(device_.get(), stream);
       stream = nullptr;
     } else {
-      const CaptureInfo c = capture_of(stream);
+      // A foreign stream remembered rather than handed in may be gone: it
+      // is not asked whether it captures (nor touched below).
+      const bool remembered_foreign =
+          stream && stream->foreign() && RememberedStreamScope::active();
+      const CaptureInfo c = remembered_foreign ? CaptureInfo{} : capture_of(stream);
       // A block of a capture's pool goes back there, captured or not.
       if ((c.capturing() || captured_live_.load(std::memory_order_acquire) != 0) &&
-          free_captured(ptr, stream))
+          free_captured(ptr, remembered_foreign ? nullptr : stream, remembered_foreign))
         return;
       if (c.capturing())
         fail(Status::invalid_state,
@@ -308,7 +312,23 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
                  "graph's replays would run after the block was handed out again); free it "
                  "after the capture ends (nothing was freed)");
     }
-    const uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
+    uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
+    if (stream_ordered_ && stream && stream->foreign()) {
+      // Before the block is seen by another thread: a reuse on another
+      // stream waits for this record (the stream itself may be gone then).
+      // A stream remembered rather than handed in may be gone already: not
+      // touched, and a reuse elsewhere waits for the device.
+      try {
+        if (RememberedStreamScope::active())
+          stream->note_unmarked_free();
+        else
+          stream->record_marker();
+      } catch (const Error&) {
+        // No marker: the block's work is waited for now, and it has none.
+        wait_before_free(device_.get(), stream);
+        key = kAnyStream;
+      }
+    }
     deallocate(shards_[thread_shard().index], Block{ptr, rounded, key}, stream);
   }
 
@@ -694,10 +714,13 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
   // A free of a block a capture's pool handed out: back to that pool
   // (freed on `stream`), or, for a released pool, back to the upstream.
   // False when no pool handed the block out.
-  bool free_captured(void* ptr, const Stream* stream) {
+  // `gone`: the block was freed on a foreign stream that may be gone
+  // (`stream` is then null): its work is waited for with the device's.
+  bool free_captured(void* ptr, const Stream* stream, bool gone) {
     std::lock_guard<std::mutex> lock(pools_mutex_);
     PrivatePool* p = pools_.owner(ptr);
     if (!p) return false;
+    if (gone && device_) device_->synchronize();
     const uint64_t rounded = pools_.returned(*p, ptr);
     captured_live_.store(pools_.live(), std::memory_order_release);
     if (p->released) {

@@ -337,6 +337,10 @@ CUresult capture_status(CUstream s, CUstreamCaptureStatus* status) {
     return CUDA_SUCCESS;
   }
   FakeStream* fs = stream_of(s);
+  if (fs && !streams.count(fs)) {  // the real driver may crash here
+    ++calls["capture query on a destroyed stream"];
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
   *status = !fs || !fs->capture ? CU_STREAM_CAPTURE_STATUS_NONE
             : fs->capture->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
                                        : CU_STREAM_CAPTURE_STATUS_ACTIVE;
@@ -413,6 +417,12 @@ CUresult CUDAAPI fake_cuEventDestroy(CUevent e) {
 CUresult CUDAAPI fake_cuEventRecord(CUevent e, CUstream s) {
   std::lock_guard<std::recursive_mutex> lock(mutex);
   ++calls["cuEventRecord"];
+  // The real driver crashes here (seen on the H200: a cache recorded on a
+  // CuPy stream destroyed after its free); the fake counts it.
+  if (FakeStream* fs = stream_of(s); fs && !streams.count(fs)) {
+    ++calls["cuEventRecord on a destroyed stream"];
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
   CUresult refused = CUDA_SUCCESS;
   std::shared_ptr<Capture> c = capture_of(s, &refused);
   if (refused != CUDA_SUCCESS) return refused;

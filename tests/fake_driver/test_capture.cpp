@@ -668,4 +668,74 @@ TEST_F(Capture, AForeignStreamWrappedWhileItCapturesKeepsItsCaptureValid) {
   fake.stream_destroy(foreign);
 }
 
+// A framework's stream destroyed while the cache holds a block freed on it:
+// the block's reuse on another stream never touches the dead stream (found
+// on the H200 with CuPy: cuEventRecord on it crashed); it waits for the
+// marker recorded at the free.
+TEST_F(Capture, ABlockFreedOnAForeignStreamThatIsGoneIsReusedSafely) {
+  cumem_resource_t* pool = nullptr;
+  cumem_resource_t* cache = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, nullptr, &pool));
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(pool, &cache));
+  CUstream foreign = nullptr;
+  ASSERT_EQ(fake.stream_create(&foreign, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+  cumem_stream_t* wrapped = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_wrap(device, foreign, &wrapped));
+  for (size_t size : {size_t{4096}, size_t{8} << 20}) {  // a small and a large block
+    void* p = nullptr;
+    CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, size, wrapped, &p));
+    fake.reset_calls();
+    CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, size, wrapped));
+    EXPECT_EQ(fake.calls("cuEventRecord"), 1) << "the free records the marker";
+    // Reused on the same stream: no order needed while it lives.
+    void* again = nullptr;
+    CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, size, wrapped, &again));
+    EXPECT_EQ(again, p);
+    CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, again, size, wrapped));
+  }
+  cumem_stream_release(wrapped);
+  ASSERT_EQ(fake.stream_destroy(foreign), CUDA_SUCCESS);
+  fake.reset_calls();
+  for (size_t size : {size_t{4096}, size_t{8} << 20}) {
+    void* p = nullptr;
+    CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, size, stream, &p));
+    CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, size, stream));
+  }
+  EXPECT_EQ(fake.calls("cuEventRecord on a destroyed stream"), 0);
+  EXPECT_GE(fake.calls("cuStreamWaitEvent"), 2) << "each reuse waits for the marker";
+  cumem_resource_release(cache);
+  cumem_resource_release(pool);
+}
+
+// The same when the free's stream is remembered, not handed in (a buffer
+// released without a stream, whose wrapped stream's owner destroyed it
+// first): the free queues nothing on it, and a reuse elsewhere waits for
+// the device.
+TEST_F(Capture, ABufferReleasedAfterItsForeignStreamIsGoneNeverTouchesIt) {
+  cumem_resource_t* pool = nullptr;
+  cumem_resource_t* cache = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, nullptr, &pool));
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(pool, &cache));
+  CUstream foreign = nullptr;
+  ASSERT_EQ(fake.stream_create(&foreign, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+  cumem_stream_t* wrapped = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_wrap(device, foreign, &wrapped));
+  cumem_buffer_t* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(cache, 4096, wrapped, &b));
+  cumem_stream_release(wrapped);
+  ASSERT_EQ(fake.stream_destroy(foreign), CUDA_SUCCESS);
+  fake.reset_calls();
+  cumem_buffer_release(b);  // frees on the buffer's (remembered) stream
+  EXPECT_EQ(fake.calls("cuEventRecord"), 0);
+  EXPECT_EQ(fake.calls("capture query on a destroyed stream"), 0);
+  void* p = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 4096, stream, &p));
+  EXPECT_EQ(fake.calls("cuEventRecord on a destroyed stream"), 0);
+  EXPECT_EQ(fake.calls("capture query on a destroyed stream"), 0);
+  EXPECT_GE(fake.calls("cuCtxSynchronize"), 1) << "the reuse waited for the device";
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, 4096, stream));
+  cumem_resource_release(cache);
+  cumem_resource_release(pool);
+}
+
 }  // namespace

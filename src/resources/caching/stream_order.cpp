@@ -14,6 +14,15 @@ void order_reuse(uintptr_t freed_key, const Stream* freed_on, const Stream* stre
              "ordering the reuse of a block freed on a per-thread default stream");
     return;
   }
+  // A foreign stream may be gone by now (its owner destroyed it after the
+  // free): never touched, its free marker (recorded at the block's free or
+  // later) orders the reuse.
+  if (freed_on && freed_on->foreign()) {
+    if (freed_on->wait_for_marker(native_or_legacy(stream))) return;
+    ScopedContext scope(context);
+    CUMEM_CU(cuCtxSynchronize, (), "ordering the reuse of a block freed on a foreign stream");
+    return;
+  }
   order_or_synchronize(context, native_or_legacy(freed_on), native_or_legacy(stream),
                        "ordering a cached block's reuse");
 }

@@ -6,7 +6,10 @@
 // A block freed on a stream is handed out again at once on that stream
 // (stream order makes that safe). On another stream, that stream is first
 // made to wait for an event recorded then on the freeing stream (two driver
-// calls, on that path only). A cache keeps one reference per stream its
+// calls, on that path only); a foreign stream (a framework's, which may be
+// destroyed while its blocks are cached) is never touched after its free:
+// each free on it records its free marker (Stream::record_marker, one driver
+// call), and a reuse elsewhere waits for that. A cache keeps one reference per stream its
 // blocks were freed on (not one per block), so that a stream libcumem
 // created outlives the blocks freed on it (stream.hpp's lifetime rule).
 #pragma once
