@@ -514,6 +514,7 @@ TEST_F(GraphGpu, TheFacadeCapturesAndLaunches) {
   EXPECT_NE(g.native(), nullptr);
   g.upload(s);
   for (int i = 0; i < 10; ++i) g.launch(s);
+  s.synchronize();  // all_bytes reads on the fixture's stream
   EXPECT_TRUE(all_bytes(out.get(), 0x6B));
   const cumem_graph_memory_attributes_t a = gm.graph_memory_attributes();
   EXPECT_GE(a.used_mem_high, a.used_mem_current);
