@@ -145,6 +145,19 @@ Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upst
 }
 
 
+// Whether the free's stream captures, so that the free must wait. A
+// framework's own stream remembered from the allocation (`remembered`) may
+// be gone: a driver error on the question then says it does not capture.
+bool captures_or_is_gone(const Stream* s, bool remembered) {
+  if (!remembered || !s || !s->foreign()) return capture_status(s) != CaptureStatus::none;
+  try {
+    return capture_status(s) != CaptureStatus::none;
+  } catch (const Error& e) {
+    if (e.status() != Status::driver) throw;
+    return false;
+  }
+}
+
 std::string pointer_text(void* ptr) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%p", ptr);
@@ -267,11 +280,7 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
                                        : record.stream;
     // Memory from outside any capture, freed on a capturing stream: a graph
     // cannot free it, so the free waits until the capture ends.
-    // (A framework's own stream remembered from the allocation may be gone:
-    // not asked.)
-    const bool remembered_foreign = !stream_given && s && s->foreign();
-    if (!record.captured && !remembered_foreign &&
-        capture_status(s.get()) != CaptureStatus::none) {
+    if (!record.captured && captures_or_is_gone(s.get(), !stream_given)) {
       defer_free({record.resource, ptr, record.size, record.stream, s});
       return;
     }

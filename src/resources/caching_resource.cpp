@@ -296,14 +296,20 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
       wait_before_free(device_.get(), stream);
       stream = nullptr;
     } else {
-      // A foreign stream remembered rather than handed in may be gone: it
-      // is not asked whether it captures (nor touched below).
+      // A foreign stream remembered rather than handed in may be gone: a
+      // driver error on the capture question then means it is (and so
+      // does not capture), and nothing is queued on it below.
       const bool remembered_foreign =
           stream && stream->foreign() && RememberedStreamScope::active();
-      const CaptureInfo c = remembered_foreign ? CaptureInfo{} : capture_of(stream);
+      CaptureInfo c;
+      try {
+        c = capture_of(stream);
+      } catch (const Error& e) {
+        if (!remembered_foreign || e.status() != Status::driver) throw;
+      }
       // A block of a capture's pool goes back there, captured or not.
       if ((c.capturing() || captured_live_.load(std::memory_order_acquire) != 0) &&
-          free_captured(ptr, remembered_foreign ? nullptr : stream, remembered_foreign))
+          free_captured(ptr, stream, remembered_foreign))
         return;
       if (c.capturing())
         fail(Status::invalid_state,
@@ -714,13 +720,17 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
   // A free of a block a capture's pool handed out: back to that pool
   // (freed on `stream`), or, for a released pool, back to the upstream.
   // False when no pool handed the block out.
-  // `gone`: the block was freed on a foreign stream that may be gone
-  // (`stream` is then null): its work is waited for with the device's.
+  // `gone`: `stream` is a foreign one remembered, which may be gone: a
+  // released pool then waits for the device instead, and frees on the
+  // legacy default stream.
   bool free_captured(void* ptr, const Stream* stream, bool gone) {
     std::lock_guard<std::mutex> lock(pools_mutex_);
     PrivatePool* p = pools_.owner(ptr);
     if (!p) return false;
-    if (gone && device_) device_->synchronize();
+    if (p->released && gone) {
+      if (device_) device_->synchronize();
+      stream = nullptr;
+    }
     const uint64_t rounded = pools_.returned(*p, ptr);
     captured_live_.store(pools_.live(), std::memory_order_release);
     if (p->released) {

@@ -110,12 +110,15 @@ class VirtualGpu : public GpuTest {
     EXPECT_EQ(cumem_virtual_resource_release_pending(r), CUMEM_SUCCESS);
     return free_memory(device);
   }
-  // Free memory is back where it started, to less than a granule (a leaked
-  // chunk is at least one).
+  // Free memory is back where it started, to one granule: the device's
+  // free memory moves in 2 MiB steps with the driver's own bookkeeping too
+  // (seen once on the H200 after 10,000 cycles, every chunk released). A
+  // leaked chunk is caught exactly by expect_empty's counts; this catches
+  // leaks the counts cannot see (cuda.core's held handles: 4 GiB).
   void expect_free_memory_back(uint64_t before, const cumem_resource_t* r) {
     const uint64_t after = free_memory(device);
     const uint64_t granule = vstats(r).granularity;
-    EXPECT_LT(before > after ? before - after : 0, granule)
+    EXPECT_LE(before > after ? before - after : 0, granule)
         << "device free memory was " << before << " bytes and is now " << after;
   }
 
