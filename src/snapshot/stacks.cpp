@@ -104,16 +104,20 @@ std::vector<Frame> symbolize(const std::vector<void*>& frames,
   // The innermost frames are libcumem's own bookkeeping (the history, the
   // resource's allocate_raw, ...): keep only the outermost of them, the
   // libcumem function the program called.
+  // Frames of another module may come first (a sanitizer's interceptor of
+  // backtrace itself, under AddressSanitizer): those go too.
   const void* base = own_module_base();
-  size_t own = 0;
-  while (own < named.size()) {
+  auto in_own = [&](size_t i) {
     Dl_info info{};
-    if (!base || dladdr(reinterpret_cast<void*>(named[own].address), &info) == 0 ||
-        info.dli_fbase != base)
-      break;
-    ++own;
-  }
-  if (own > 1) named.erase(named.begin(), named.begin() + static_cast<ptrdiff_t>(own - 1));
+    return base && dladdr(reinterpret_cast<void*>(named[i].address), &info) != 0 &&
+           info.dli_fbase == base;
+  };
+  size_t first = 0;
+  while (first < named.size() && !in_own(first)) ++first;
+  if (first == named.size()) return named;  // none of libcumem's: kept whole
+  size_t own = first;
+  while (own < named.size() && in_own(own)) ++own;
+  named.erase(named.begin(), named.begin() + static_cast<ptrdiff_t>(own - 1));
   return named;
 }
 
