@@ -1787,7 +1787,7 @@ impl Default for cumem_stack_frame_t {
     }
 }
 
-extern "C" {
+loader::functions! {
     pub fn cumem_memory_history_options_init(options: *mut cumem_memory_history_options_t);
     pub fn cumem_memory_history_start(options: *const cumem_memory_history_options_t) -> cumem_status_t;
     pub fn cumem_memory_history_stop() -> cumem_status_t;

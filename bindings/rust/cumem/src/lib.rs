@@ -1615,7 +1615,7 @@ impl Snapshot {
     fn list<T: Default>(
         &self,
         count: u64,
-        get: unsafe extern "C" fn(*const sys::cumem_snapshot_t, u64, *mut T) -> sys::cumem_status_t,
+        get: unsafe fn(*const sys::cumem_snapshot_t, u64, *mut T) -> sys::cumem_status_t,
     ) -> Result<Vec<T>> {
         let mut out = Vec::with_capacity(count as usize);
         for i in 0..count {
