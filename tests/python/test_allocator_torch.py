@@ -8,7 +8,7 @@ from gpu_common import SKIP, require_gpu
 
 require_gpu()
 os.environ.setdefault("CUMEM_FRAMEWORK_QUIET", "0")
-cumem.torch.use_libcumem_allocator()  # before torch's first CUDA allocation
+cumem.torch.use_libcumem_allocator(pluggable=True)  # CUDAPluggableAllocator; before torch's first CUDA allocation
 
 import torch  # noqa: E402
 

@@ -19,7 +19,7 @@ from gpu_common import SKIP, require_capture_safe, require_gpu, run  # noqa: E40
 
 require_gpu()
 require_capture_safe(kind)
-cumem.torch.use_libcumem_allocator()  # before torch's first CUDA allocation
+cumem.torch.use_libcumem_allocator(pluggable=True)  # CUDAPluggableAllocator; before torch's first CUDA allocation
 
 import torch  # noqa: E402
 
