@@ -5,8 +5,10 @@ makes a snapshot (snapshot_sample), its page (cumem snapshot view), and
 checks that the page loads, draws as many blocks as the snapshot holds
 (the data-blocks-drawn the page's script sets, read with --dump-dom), that
 its screenshot is not blank (the PNG decoded with zlib and struct), and
-that it asks nothing of the network. Exits 77 (skipped) without Chromium.
-Standard library only."""
+that it asks nothing of the network; then that segments too small to see
+(a few hundred bytes beside a 64 MiB one, as a real training run's small
+blocks beside its large ones) are drawn wide enough that their state's
+colour shows. Exits 77 (skipped) without Chromium. Standard library only."""
 import json
 import os
 import re
@@ -80,6 +82,59 @@ def png_pixels(path):
     return width, height, channels, rows
 
 
+IN_USE = bytes((0x4E, 0x79, 0xA7))  # the page's in-use colour (COLORS.in_use)
+
+
+def tiny_segments(tool, browser, workdir):
+    """A snapshot of one 64 MiB cached segment and 40 one-block segments of
+    512 bytes in use: each tiny one is 0.009 pixels of memory across, and
+    must still show its in-use colour (it was an empty outline)."""
+    big, tiny, count = 64 << 20, 512, 40
+    address = 1 << 32
+    segments = [{"resource": 1, "kind": "segment", "address": address, "size": big, "stream": 0,
+                 "device": 0, "blocks": [{"address": address, "size": big, "state": "cached",
+                                          "requested_size": None, "stream": 0, "stack": 0}]}]
+    for i in range(count):
+        a = address + big + i * tiny
+        block = {"address": a, "size": tiny, "state": "in_use", "requested_size": tiny,
+                 "stream": 0, "stack": 0}
+        segments.append({"resource": 1, "kind": "small", "address": a, "size": tiny, "stream": 0,
+                         "device": 0, "blocks": [block]})
+    totals = {"segments": count + 1, "blocks": count + 1, "bytes_reserved": big + count * tiny,
+              "bytes_in_use": count * tiny, "bytes_requested": count * tiny, "bytes_cached": big,
+              "bytes_unmapped": 0, "largest_free_block": big, "fragmentation": 0}
+    resource = {"id": 1, "kind": "caching", "name": "caching", "device": 0, "memory": "device",
+                "upstream": None, "stream_ordered": True, "is_pool": False,
+                "statistics": {"bytes_in_use": count * tiny, "peak_bytes_in_use": count * tiny,
+                               "live_allocations": count, "total_allocations": count},
+                "caching": {"bytes_cached": big, "bytes_reserved": big + count * tiny},
+                "totals": totals}
+    snapshot = {"schema": "cumem.snapshot", "version": 1, "library_version": "test", "time_ns": 0,
+                "pid": 1, "scope": "process", "history": {"recording": False}, "totals": totals,
+                "resources": [resource], "segments": segments, "events": [], "stacks": []}
+    path = os.path.join(workdir, "viewer_tiny.json")
+    page = os.path.join(workdir, "viewer_tiny.html")
+    picture = os.path.join(workdir, "viewer_tiny.png")
+    with open(path, "w") as f:
+        json.dump(snapshot, f)
+    subprocess.run([tool, "snapshot", "view", path, "-o", page], check=True)
+    url = "file://" + os.path.abspath(page)
+    with tempfile.TemporaryDirectory() as profile:
+        dom = chromium(browser, profile, "--virtual-time-budget=5000", "--dump-dom", url)
+        body = re.search(r"<body[^>]*>", dom).group(0)
+        stretched = re.search(r'data-segments-stretched="(\d+)"', body)
+        assert stretched and int(stretched.group(1)) == count, f"tiny segments stretched: {body}"
+        chromium(browser, profile, "--window-size=1280,900", f"--screenshot={picture}", url)
+    width, height, channels, rows = png_pixels(picture)
+    in_use = sum(1 for row in rows for x in range(0, width * channels, channels)
+                 if row[x:x + 3] == IN_USE)
+    # The legend's swatch is 12 x 12; the 40 tiny segments, a row 36 pixels
+    # high, at least one column each inside their outlines.
+    assert in_use >= 144 + count * 30, \
+        f"{in_use} pixels in the in-use colour: the tiny segments are blank"
+    print(f"ok: {count} tiny segments drawn in their colour ({in_use} in-use pixels)")
+
+
 def main():
     tool, sample, workdir = sys.argv[1:4]
     browser = find_chromium()
@@ -122,6 +177,7 @@ def main():
     assert share > 0.05, f"only {share:.1%} of the screenshot differs from its background"
     print(f"ok: {blocks} blocks drawn; screenshot {width}x{height}, {len(colors)} colours, "
           f"{share:.0%} not background")
+    tiny_segments(tool, browser, workdir)
     return 0
 
 
