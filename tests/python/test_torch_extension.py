@@ -8,6 +8,7 @@ make_graphed_callables training against eager training; pools shared by
 two graphs), MemPool, the memory history and snapshot read by PyTorch's own
 torch.cuda._memory_viz, cuDNN's benchmark mode (cacheInfo), and the clear
 error of CUDA IPC."""
+import faulthandler
 import gc
 import os
 import pickle
@@ -33,6 +34,7 @@ assert cumem.torch.use_libcumem_allocator(pluggable=False) == "extension"
 assert cumem.torch.is_complete_allocator()
 
 MiB = 1 << 20
+faulthandler.enable()
 
 
 def settle():
@@ -117,8 +119,13 @@ def test_caching_allocator_alloc_and_delete():
 
 def test_memory_fraction_and_out_of_memory():
     settle()
+    global observer
     seen = []
-    torch._C._cuda_attach_out_of_memory_observer(lambda *args: seen.append(args))
+
+    def observer(*args):
+        seen.append(args)
+
+    torch._C._cuda_attach_out_of_memory_observer(observer)
     total = torch.cuda.get_device_properties(0).total_memory
     torch.cuda.set_per_process_memory_fraction(0.01)
     try:

@@ -108,7 +108,7 @@ SegmentSums segment_sums(cumem_resource_t* resource) {
 
 void fail(cumem_status_t s, const std::string& what) {
   const char* message = cumem_last_error_message();
-  TORCH_CHECK(false, "libcumem: ", what, " failed: ", cumem_status_string(s), ": ",
+  CUMEM_TORCH_CHECK(false, "libcumem: ", what, " failed: ", cumem_status_string(s), ": ",
               message ? message : "");
 }
 
@@ -122,7 +122,7 @@ void check_driver(CUresult r, const std::string& what) {
   const char* text = nullptr;
   (void)cuGetErrorName(r, &name);
   (void)cuGetErrorString(r, &text);
-  TORCH_CHECK(false, "libcumem: ", what, " failed: ", name ? name : "CUDA error", " (",
+  CUMEM_TORCH_CHECK(false, "libcumem: ", what, " failed: ", name ? name : "CUDA error", " (",
               static_cast<int>(r), "): ", text ? text : "");
 }
 
@@ -140,7 +140,7 @@ Allocator::Shard& Allocator::shard_of(void* ptr) {
 }
 
 void Allocator::check_device(int device) const {
-  TORCH_CHECK(device >= 0 && device < device_count_ && device < kMaxDevices,
+  CUMEM_TORCH_CHECK(device >= 0 && device < device_count_ && device < kMaxDevices,
               "libcumem: device ", device, " is out of range (this process has ", device_count_,
               " CUDA device(s))");
 }
@@ -173,7 +173,7 @@ cumem_resource_t* Allocator::resource_of(int device) {
 }
 
 void Allocator::init(int device_count) {
-  TORCH_CHECK(device_count >= 0 && device_count <= kMaxDevices, "libcumem: ", device_count,
+  CUMEM_TORCH_CHECK(device_count >= 0 && device_count <= kMaxDevices, "libcumem: ", device_count,
               " devices: at most ", kMaxDevices, " are supported");
   std::lock_guard<std::mutex> lock(history_mutex_);
   if (initialized_.load()) return;
@@ -202,7 +202,7 @@ void Allocator::free_ptr(void* ptr) {
     instance().raw_delete(ptr);
   } catch (const std::exception& e) {
     // A deleter cannot throw: the memory stays allocated, and says why.
-    TORCH_WARN("libcumem: could not free ", pointer_text(ptr), ": ", e.what());
+    TORCH_WARN(text("libcumem: could not free ", pointer_text(ptr), ": ", e.what()));
   }
 }
 
@@ -216,10 +216,10 @@ void* Allocator::raw_alloc_with_stream(size_t nbytes, cudaStream_t stream) {
 }
 
 void* Allocator::allocate_on(int device, size_t requested, cudaStream_t stream) {
-  TORCH_CHECK(initialized_.load(), "libcumem: the allocator is used before init()");
+  CUMEM_TORCH_CHECK(initialized_.load(), "libcumem: the allocator is used before init()");
   check_device(device);
   if (requested == 0) return nullptr;
-  TORCH_CHECK(requested <= std::numeric_limits<size_t>::max() - kRound,
+  CUMEM_TORCH_CHECK(requested <= std::numeric_limits<size_t>::max() - kRound,
               "libcumem: cannot allocate ", requested, " bytes");
   if (has_pending_.load(std::memory_order_acquire)) process_pending(false);
   const size_t size = (requested + kRound - 1) / kRound * kRound;
@@ -296,7 +296,7 @@ void* Allocator::allocate_on(int device, size_t requested, cudaStream_t stream) 
     Shard& shard = shard_of(ptr);
     std::lock_guard<std::mutex> lock(shard.mutex);
     if (!shard.records.emplace(ptr, std::move(record)).second) {
-      TORCH_CHECK(false, "libcumem: the resource handed out ", pointer_text(ptr),
+      CUMEM_TORCH_CHECK(false, "libcumem: the resource handed out ", pointer_text(ptr),
                   ", which is still allocated");
     }
   }
@@ -314,7 +314,7 @@ void Allocator::raw_delete(void* ptr) {
     Shard& shard = shard_of(ptr);
     std::lock_guard<std::mutex> lock(shard.mutex);
     auto it = shard.records.find(ptr);
-    TORCH_CHECK(it != shard.records.end(), "libcumem: invalid device pointer ", pointer_text(ptr),
+    CUMEM_TORCH_CHECK(it != shard.records.end(), "libcumem: invalid device pointer ", pointer_text(ptr),
                 ": not allocated by libcumem's PyTorch allocator, or freed already");
     record = std::move(it->second);
     shard.records.erase(it);
@@ -406,7 +406,7 @@ void Allocator::recordStream(const c10::DataPtr& data_ptr, c10::cuda::CUDAStream
   Shard& shard = shard_of(ptr);
   std::lock_guard<std::mutex> lock(shard.mutex);
   auto it = shard.records.find(ptr);
-  TORCH_CHECK(it != shard.records.end(), "libcumem: recordStream of ", pointer_text(ptr),
+  CUMEM_TORCH_CHECK(it != shard.records.end(), "libcumem: recordStream of ", pointer_text(ptr),
               ", which libcumem's PyTorch allocator did not allocate (or freed)");
   Record& r = it->second;
   cudaStream_t s = stream.stream();
@@ -419,7 +419,7 @@ void* Allocator::getBaseAllocation(void* ptr, size_t* size) {
   Shard& shard = shard_of(ptr);
   std::lock_guard<std::mutex> lock(shard.mutex);
   auto it = shard.records.find(ptr);
-  TORCH_CHECK(it != shard.records.end(), "libcumem: getBaseAllocation of ", pointer_text(ptr),
+  CUMEM_TORCH_CHECK(it != shard.records.end(), "libcumem: getBaseAllocation of ", pointer_text(ptr),
               ": not the start of an allocation of libcumem's PyTorch allocator");
   if (size) *size = it->second.size;
   return ptr;
@@ -596,7 +596,7 @@ double Allocator::getMemoryFraction(c10::DeviceIndex device) {
 }
 
 void Allocator::setMemoryFraction(double fraction, c10::DeviceIndex device) {
-  TORCH_CHECK(fraction >= 0 && fraction <= 1, "libcumem: invalid fraction ", fraction,
+  CUMEM_TORCH_CHECK(fraction >= 0 && fraction <= 1, "libcumem: invalid fraction ", fraction,
               ": it must be between 0 and 1");
   DeviceState& d = device_state(device);
   (void)resource_of(device);  // reads the device's total memory
@@ -645,11 +645,11 @@ void Allocator::out_of_memory(int device, size_t size, const std::string& why) {
     summary.resize(std::min(length, summary.size() - 1));
   else
     summary.clear();
-  TORCH_CHECK_WITH(OutOfMemoryError, false, "CUDA out of memory (libcumem). Tried to allocate ",
+  TORCH_CHECK_WITH(OutOfMemoryError, false, text("CUDA out of memory (libcumem). Tried to allocate ",
                    bytes_text(size), ". GPU ", device, " has a total capacity of ",
                    bytes_text(total), " of which ", bytes_text(free), " is free; ",
                    bytes_text(static_cast<uint64_t>(allocated)),
-                   " is allocated by PyTorch through libcumem. ", why, "\n", summary);
+                   " is allocated by PyTorch through libcumem. ", why, "\n", summary));
 }
 
 void Allocator::attachOutOfMemoryObserver(cca::OutOfMemoryObserver observer) {
@@ -715,13 +715,13 @@ void Allocator::enablePeerAccess(c10::DeviceIndex dev, c10::DeviceIndex dev_to_a
 }
 
 cca::ShareableHandle Allocator::shareIpcHandle(void* ptr) {
-  TORCH_CHECK(false, "libcumem's PyTorch allocator cannot share CUDA tensors between processes "
+  CUMEM_TORCH_CHECK(false, "libcumem's PyTorch allocator cannot share CUDA tensors between processes "
               "(shareIpcHandle of ", pointer_text(ptr), "): torch.multiprocessing's CUDA IPC is "
               "not provided yet; share a libcumem buffer with cumem's IPC instead");
 }
 
 std::shared_ptr<void> Allocator::getIpcDevPtr(std::string handle) {
-  TORCH_CHECK(false, "libcumem's PyTorch allocator cannot open CUDA tensors of another process "
+  CUMEM_TORCH_CHECK(false, "libcumem's PyTorch allocator cannot open CUDA tensors of another process "
               "(getIpcDevPtr of a ", handle.size(), "-byte handle): torch.multiprocessing's CUDA "
               "IPC is not provided yet");
 }

@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -240,6 +241,21 @@ class Allocator final : public cca::CUDAAllocator {
 };
 
 Allocator& instance();
+
+// Messages are put together here, as one string, before PyTorch sees them.
+inline std::string to_text(const std::string& s) { return s; }
+inline std::string to_text(const char* s) { return s; }
+template <typename T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+std::string to_text(T v) {
+  return std::to_string(v);
+}
+template <typename... A>
+std::string text(const A&... parts) {
+  std::string out;
+  ((out += to_text(parts)), ...);
+  return out;
+}
+#define CUMEM_TORCH_CHECK(cond, ...) TORCH_CHECK(cond, ::cumem_torch::text(__VA_ARGS__))
 
 // The status `s` as a PyTorch error naming `what`, with libcumem's message.
 [[noreturn]] void fail(cumem_status_t s, const std::string& what);

@@ -64,7 +64,7 @@ std::shared_ptr<Pool> Allocator::find_or_create_pool(int device, MempoolId_t id)
 void Allocator::createOrIncrefPool(c10::DeviceIndex device, MempoolId_t mempool_id,
                                    std::shared_ptr<cca::CUDAAllocator> allocator) {
   check_device(device);
-  TORCH_CHECK(!allocator || allocator.get() == this,
+  CUMEM_TORCH_CHECK(!allocator || allocator.get() == this,
               "libcumem: a MemPool with an allocator of its own (", allocator ? allocator->name() : "",
               ") cannot be served while libcumem is PyTorch's allocator; make the MemPool "
               "without one");
@@ -83,7 +83,7 @@ void Allocator::setUseOnOOM(c10::DeviceIndex device, MempoolId_t mempool_id, boo
   check_device(device);
   std::lock_guard<std::mutex> lock(pools_mutex_);
   auto it = pools_[device].find(mempool_id);
-  TORCH_CHECK(it != pools_[device].end(), "libcumem: setUseOnOOM: no pool ", pool_text(mempool_id),
+  CUMEM_TORCH_CHECK(it != pools_[device].end(), "libcumem: setUseOnOOM: no pool ", pool_text(mempool_id),
               " on device ", device);
   it->second->use_on_oom = use_on_oom;
 }
@@ -92,7 +92,7 @@ void Allocator::setNoSplit(c10::DeviceIndex device, MempoolId_t mempool_id) {
   check_device(device);
   std::lock_guard<std::mutex> lock(pools_mutex_);
   auto it = pools_[device].find(mempool_id);
-  TORCH_CHECK(it != pools_[device].end(), "libcumem: setNoSplit: no pool ", pool_text(mempool_id),
+  CUMEM_TORCH_CHECK(it != pools_[device].end(), "libcumem: setNoSplit: no pool ", pool_text(mempool_id),
               " on device ", device);
   // A pool never splits its blocks (each is a block of its cache, reused
   // whole): the flag only records the request.
@@ -102,7 +102,7 @@ void Allocator::setNoSplit(c10::DeviceIndex device, MempoolId_t mempool_id) {
 void Allocator::beginAllocateToPool(c10::DeviceIndex device, MempoolId_t mempool_id,
                                     std::function<bool(cudaStream_t)> filter) {
   check_device(device);
-  TORCH_CHECK(mempool_id != MempoolId_t({0, 0}), "libcumem: beginAllocateToPool with pool (0, 0)");
+  CUMEM_TORCH_CHECK(mempool_id != MempoolId_t({0, 0}), "libcumem: beginAllocateToPool with pool (0, 0)");
   std::lock_guard<std::mutex> lock(pools_mutex_);
   auto pool = find_or_create_pool(device, mempool_id);
   ++pool->use_count;
@@ -119,7 +119,7 @@ void Allocator::endAllocateToPool(c10::DeviceIndex device, MempoolId_t mempool_i
     auto& active = active_[device];
     auto it = std::find_if(active.begin(), active.end(),
                            [&](const ActivePool& a) { return a.id == mempool_id; });
-    TORCH_CHECK(it != active.end(), "libcumem: endAllocateToPool: pool ", pool_text(mempool_id),
+    CUMEM_TORCH_CHECK(it != active.end(), "libcumem: endAllocateToPool: pool ", pool_text(mempool_id),
                 " is not being allocated to on device ", device);
     active.erase(it);
     devices_[device].pools_active.store(!active.empty(), std::memory_order_release);
@@ -228,10 +228,10 @@ void Allocator::releasePool(c10::DeviceIndex device, MempoolId_t mempool_id) {
   {
     std::lock_guard<std::mutex> lock(pools_mutex_);
     auto it = pools_[device].find(mempool_id);
-    TORCH_CHECK(it != pools_[device].end(), "libcumem: releasePool: no pool ",
+    CUMEM_TORCH_CHECK(it != pools_[device].end(), "libcumem: releasePool: no pool ",
                 pool_text(mempool_id), " on device ", device);
     std::shared_ptr<Pool> pool = it->second;
-    TORCH_CHECK(pool->use_count > 0, "libcumem: releasePool: pool ", pool_text(mempool_id),
+    CUMEM_TORCH_CHECK(pool->use_count > 0, "libcumem: releasePool: pool ", pool_text(mempool_id),
                 " was released more often than it was used");
     if (--pool->use_count > 0) return;
     pools_[device].erase(it);
@@ -283,7 +283,7 @@ std::shared_ptr<cca::AllocatorState> Allocator::getCheckpointState(c10::DeviceIn
   {
     std::lock_guard<std::mutex> lock(pools_mutex_);
     auto it = pools_[device].find(id);
-    TORCH_CHECK(it != pools_[device].end(), "libcumem: getCheckpointState: no pool ",
+    CUMEM_TORCH_CHECK(it != pools_[device].end(), "libcumem: getCheckpointState: no pool ",
                 pool_text(id), " on device ", device);
     live.assign(it->second->live.begin(), it->second->live.end());
   }
@@ -302,14 +302,14 @@ cca::CheckpointDelta Allocator::setCheckpointPoolState(c10::DeviceIndex device,
                                                        std::shared_ptr<cca::AllocatorState> pps) {
   check_device(device);
   auto* state = dynamic_cast<PoolState*>(pps.get());
-  TORCH_CHECK(state, "libcumem: setCheckpointPoolState: a state libcumem did not make");
-  TORCH_CHECK(state->device == device, "libcumem: setCheckpointPoolState: the state is of device ",
+  CUMEM_TORCH_CHECK(state, "libcumem: setCheckpointPoolState: a state libcumem did not make");
+  CUMEM_TORCH_CHECK(state->device == device, "libcumem: setCheckpointPoolState: the state is of device ",
               state->device, ", not ", device);
   std::shared_ptr<Pool> pool;
   {
     std::lock_guard<std::mutex> lock(pools_mutex_);
     auto it = pools_[device].find(state->id);
-    TORCH_CHECK(it != pools_[device].end(), "libcumem: setCheckpointPoolState: no pool ",
+    CUMEM_TORCH_CHECK(it != pools_[device].end(), "libcumem: setCheckpointPoolState: no pool ",
                 pool_text(state->id), " on device ", device);
     pool = it->second;
   }
@@ -345,7 +345,7 @@ cca::CheckpointDelta Allocator::setCheckpointPoolState(c10::DeviceIndex device,
       auto range = pool->free_blocks.equal_range({b.stream, b.size});
       auto it = std::find_if(range.first, range.second,
                              [&](const auto& entry) { return entry.second == b.ptr; });
-      TORCH_CHECK(it != range.second, "libcumem: setCheckpointPoolState: block ",
+      CUMEM_TORCH_CHECK(it != range.second, "libcumem: setCheckpointPoolState: block ",
                   reinterpret_cast<uintptr_t>(b.ptr), " of pool ", pool_text(pool->id),
                   " was given back (emptyCache) since the checkpoint");
       pool->free_blocks.erase(it);
