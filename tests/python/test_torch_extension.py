@@ -37,6 +37,13 @@ MiB = 1 << 20
 faulthandler.enable()
 
 
+def pool_segments(pool):
+    try:
+        return torch.cuda.memory_snapshot(mempool_id=pool)
+    except TypeError:  # an older torch.cuda.memory_snapshot without the pool
+        return torch._C._cuda_memorySnapshot(pool)["segments"]
+
+
 def settle():
     gc.collect()
     torch.cuda.synchronize()
@@ -176,8 +183,8 @@ def test_graph_private_pool():
     in_use = torch.cuda.memory_allocated()
     graph, out = graph_with_an_intermediate_freed_inside()
     pool = graph.pool()
-    snapshot = torch.cuda.memory._snapshot(pool)
-    owners = {tuple(s["segment_pool_id"]) for s in snapshot["segments"]}
+    segments = pool_segments(pool)
+    owners = {tuple(s["segment_pool_id"]) for s in segments}
     assert owners == {tuple(pool)}, owners
     assert torch.cuda.memory_allocated() > in_use
     del out, graph
@@ -236,7 +243,7 @@ def test_mem_pool():
     with torch.cuda.use_mem_pool(pool):
         x = torch.empty(2 * MiB, device="cuda")
     y = torch.empty(2 * MiB, device="cuda")
-    segments = torch.cuda.memory._snapshot(pool.id)["segments"]
+    segments = pool_segments(pool.id)
     addresses = [s["address"] for s in segments]
     assert x.data_ptr() in addresses and y.data_ptr() not in addresses, (addresses, x.data_ptr())
     assert pool.use_count() >= 1

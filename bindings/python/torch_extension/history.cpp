@@ -132,6 +132,16 @@ cca::SnapshotInfo Allocator::snapshot(MempoolId_t mempool_id, bool include_trace
   // The resources whose segments are listed: each device's framework
   // resource, and the private pools' caches (one pool when asked for one).
   std::vector<std::pair<int, SegmentsOf>> sources;
+  // A private pool's blocks, as the pool keeps them (each its own segment:
+  // the pool never splits them); allocated where a record says so.
+  struct PoolBlock {
+    int device;
+    MempoolId_t pool;
+    void* ptr;
+    cudaStream_t stream;
+    size_t size;
+  };
+  std::vector<PoolBlock> pool_blocks;
   {
     std::lock_guard<std::mutex> lock(pools_mutex_);
     for (int device = 0; device < device_count_; ++device) {
@@ -139,8 +149,35 @@ cca::SnapshotInfo Allocator::snapshot(MempoolId_t mempool_id, bool include_trace
         sources.push_back({device, {devices_[device].resource, {0, 0}, false}});
       for (auto& [id, pool] : pools_[device])
         if (mempool_id == MempoolId_t{0, 0} || id == mempool_id)
-          sources.push_back({device, {pool->upstream, id, true}});
+          for (auto& [ptr, where] : pool->blocks)
+            pool_blocks.push_back({device, id, ptr, where.first, where.second});
     }
+  }
+  for (const PoolBlock& pb : pool_blocks) {
+    c10::CachingDeviceAllocator::SegmentInfo out;
+    out.device = static_cast<c10::DeviceIndex>(pb.device);
+    out.address = reinterpret_cast<uintptr_t>(pb.ptr);
+    out.stream = pb.stream;
+    out.total_size = pb.size;
+    out.is_large = pb.size > kSmallSize;
+    out.owner_private_pool_id = pb.pool;
+    c10::CachingDeviceAllocator::BlockInfo bi;
+    bi.size = pb.size;
+    bi.requested_size = pb.size;
+    {
+      Shard& shard = shard_of(pb.ptr);
+      std::lock_guard<std::mutex> lock(shard.mutex);
+      auto r = shard.records.find(pb.ptr);
+      if (r != shard.records.end() && r->second.pool) {
+        bi.allocated = bi.active = true;
+        bi.requested_size = r->second.requested;
+        bi.context_when_allocated = r->second.context;
+        out.allocated_size = out.active_size = pb.size;
+        out.requested_size = r->second.requested;
+      }
+    }
+    out.blocks.push_back(std::move(bi));
+    info.segments.push_back(std::move(out));
   }
   for (auto& [device, source] : sources) {
     // A resource that keeps no segments of its own (a pool, the device's
