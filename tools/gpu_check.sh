@@ -54,8 +54,9 @@ case "$phase" in
   workloads)
     [ -f build/build.ninja ] || tools/build.sh >"$out/build.log" 2>&1
     export CUMEM_LIBRARY=build/libcumem.so.1 PYTHONPATH=bindings/python:bench/python
-    for w in bench_fragmentation bench_train_mlp bench_random_trace bench_train_gpt2 \
-             bench_train_resnet50; do
+    export CUMEM_TORCH_EXTENSION=build/bindings/python/torch_extension/_cumem_torch.so
+    for w in bench_torch_pair bench_torch_alloc bench_fragmentation bench_train_mlp \
+             bench_random_trace bench_train_gpt2 bench_train_resnet50; do
       timeout 150 "$python" "bench/python/$w.py" >"$out/$w.txt" 2>&1
       echo "== $w (exit $?)"; tail -12 "$out/$w.txt"
     done

@@ -2,7 +2,8 @@
 caching allocator, its cudaMallocAsync backend, and libcumem
 (CUDAPluggableAllocator over cumem_torch_alloc) with the device resource
 (the driver pool) and with the caching adaptor over it
-(CUMEM_FRAMEWORK_RESOURCE=caching; its own peak reserved). A 6-layer MLP, a new batch
+(CUMEM_FRAMEWORK_RESOURCE=caching; its own peak reserved), and the same two
+through the extension (_cumem_torch.so, PyTorch's own statistics). A 6-layer MLP, a new batch
 size (512..4096 rows) every step, 150 steps; steps/s and peak reserved.
 
 Each backend runs in a process of its own (the allocator is chosen before
@@ -18,14 +19,17 @@ import subprocess
 import sys
 import time
 
-BACKENDS = ("pytorch-cache", "cudaMallocAsync", "libcumem", "libcumem-caching")
+BACKENDS = ("pytorch-cache", "cudaMallocAsync", "libcumem", "libcumem-caching",
+            "libcumem-extension", "libcumem-extension-caching")
 
 
 def run_one(backend, steps, width):
     if backend.startswith("libcumem"):
         import cumem
         import cumem.torch
-        cumem.torch.use_libcumem_allocator()
+        # "libcumem" and "libcumem-caching": CUDAPluggableAllocator; the
+        # "-extension" ones: the complete allocator (_cumem_torch.so).
+        cumem.torch.use_libcumem_allocator(pluggable="extension" not in backend)
     import torch
     torch.manual_seed(0)
     layers = []
@@ -55,7 +59,10 @@ def run_one(backend, steps, width):
     torch.cuda.synchronize()
     elapsed = time.perf_counter() - t0
     result = {"backend": backend, "steps_per_s": steps / elapsed}
-    if backend == "libcumem-caching":
+    if backend.startswith("libcumem-extension"):
+        result["peak_reserved"] = torch.cuda.max_memory_reserved()
+        result["peak_in_use"] = torch.cuda.max_memory_allocated()
+    elif backend == "libcumem-caching":
         import cumem
         r = cumem.framework_resource(0)
         result["peak_in_use"] = r.statistics()["peak_bytes_in_use"]
@@ -104,7 +111,7 @@ def main():
         env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
         if backend == "cudaMallocAsync":
             env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
-        env["CUMEM_FRAMEWORK_RESOURCE"] = "caching" if backend == "libcumem-caching" else "device"
+        env["CUMEM_FRAMEWORK_RESOURCE"] = "caching" if backend.endswith("caching") else "device"
         out = subprocess.run([sys.executable, __file__, "--backend", backend, "--steps",
                               str(args.steps), "--width", str(args.width)],
                              env=env, capture_output=True, text=True)
