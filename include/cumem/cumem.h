@@ -3076,7 +3076,7 @@ typedef enum cumem_unmap_reason_t {
  *  may send a larger struct). */
 typedef struct cumem_unmap_event_t {
   uint32_t struct_size;        /**< the size the library filled */
-  cumem_unmap_reason_t reason;
+  cumem_unmap_reason_t reason; /**< why the range stopped being valid */
   uint64_t address;            /**< first byte of the range; 0 with size 0: not known (pools) */
   uint64_t size;               /**< bytes */
   uint64_t resource_id;        /**< the resource's number (cumem_snapshot_resource_t.id) */
