@@ -2,6 +2,7 @@
 #include "capi.hpp"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "../src/buffer.hpp"
 #include "../src/default_resource.hpp"
@@ -73,6 +74,12 @@ CUMEM_EXPORT cumem_status_t cumem_device_get_properties(const cumem_device_t* de
   v.max_threads_per_block = p.max_threads_per_block;
   v.max_shared_memory_per_block_optin = p.max_shared_memory_per_block_optin;
   v.cluster_launch = to_bool(p.cluster_launch);
+  v.dma_buf_supported = to_bool(p.dma_buf_supported);
+  // The probe makes memory (once per device): only for a caller whose
+  // struct has the field.
+  if (props->struct_size >= offsetof(cumem_device_properties_t, fabric_export_supported) +
+                                sizeof v.fabric_export_supported)
+    v.fabric_export_supported = to_bool(d.fabric_probe().supported);
   write_out_struct(props, v);
   CUMEM_CATCH
 }

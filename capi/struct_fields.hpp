@@ -142,7 +142,8 @@ CUMEM_STRUCT_FIELDS(cumem_device_properties_t, "CUMEM_DEVICE_PROPERTIES_INIT",
   CUMEM_FIELD(virtual_memory_management), CUMEM_FIELD(host_numa_id),
   CUMEM_FIELD(pci_domain_id), CUMEM_FIELD(pci_bus_id), CUMEM_FIELD(pci_device_id),
   CUMEM_FIELD(max_threads_per_block), CUMEM_FIELD(max_shared_memory_per_block_optin),
-  CUMEM_FIELD(cluster_launch), CUMEM_FIELD(reserved0))
+  CUMEM_FIELD(cluster_launch), CUMEM_FIELD(reserved0), CUMEM_FIELD(fabric_export_supported),
+  CUMEM_FIELD(dma_buf_supported))
 
 CUMEM_STRUCT_FIELDS(cumem_resource_properties_t, "CUMEM_RESOURCE_PROPERTIES_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(kind), CUMEM_FIELD(device_accessible),
@@ -254,6 +255,14 @@ CUMEM_STRUCT_FIELDS(cumem_memory_event_t, "CUMEM_MEMORY_EVENT_INIT",
 CUMEM_STRUCT_FIELDS(cumem_stack_frame_t, "CUMEM_STACK_FRAME_INIT",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(depth), CUMEM_FIELD(address), CUMEM_FIELD(function),
   CUMEM_FIELD(module), CUMEM_FIELD(offset))
+
+CUMEM_STRUCT_FIELDS(cumem_dmabuf_t, "CUMEM_DMABUF_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(fd), CUMEM_FIELD(offset), CUMEM_FIELD(length),
+  CUMEM_FIELD(address), CUMEM_FIELD(device_id), CUMEM_FIELD(whole_allocation))
+
+CUMEM_STRUCT_FIELDS(cumem_unmap_event_t, "CUMEM_UNMAP_EVENT_INIT",
+  CUMEM_FIELD(struct_size), CUMEM_FIELD(reason), CUMEM_FIELD(address), CUMEM_FIELD(size),
+  CUMEM_FIELD(resource_id), CUMEM_FIELD(device_id), CUMEM_FIELD(reserved0))
 
 #undef CUMEM_STRUCT_FIELDS
 #undef CUMEM_FIELD

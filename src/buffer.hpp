@@ -39,6 +39,19 @@ enum class Advice {
 
 using ReleaseFn = void (*)(void* ptr, size_t size, void* user_data);
 
+// A buffer's memory as a dma-buf file descriptor (src/dmabuf.cpp), for
+// RDMA registration (ibv_reg_dmabuf_mr) by communication engines.
+struct DmaBuf {
+  int fd = -1;            // owned by the caller
+  uint64_t offset = 0;    // of the buffer's first byte in the fd's range
+  uint64_t length = 0;    // of the fd's range, a multiple of the host page size
+  uint64_t address = 0;   // device address of the range's first byte
+  int device_id = -1;
+  bool whole_allocation = true;  // false: only the chunks holding the buffer
+};
+// Flags of Buffer::get_dmabuf: the driver's CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE.
+constexpr uint32_t kDmaBufMappingPcie = 0x1;
+
 class Buffer : public Object {
  public:
   static Ref<Buffer> allocate(Ref<Resource> resource, size_t size, const Stream* stream);
@@ -56,6 +69,12 @@ class Buffer : public Object {
   Ref<VirtualIpcHandle> get_virtual_ipc_handle() const;
   static Ref<Buffer> from_virtual_ipc_handle(Ref<Device> device, const VirtualIpcHandle& handle,
                                              const Stream* stream);
+
+  // dma-buf export (src/dmabuf.cpp): the backing allocation of this
+  // buffer's device memory (the whole pool or cuMemAlloc allocation, the
+  // virtual range, the caching adaptor's segment), rounded out to host
+  // pages, as a new file descriptor, and where the buffer lies in it.
+  DmaBuf get_dmabuf(uint32_t flags) const;
 
   // Throws buffer_closed once this buffer or a parent was closed.
   void ensure_open() const;

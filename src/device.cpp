@@ -170,6 +170,12 @@ DeviceProperties Device::properties() const {
   p.max_shared_memory_per_block_optin =
       attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   p.cluster_launch = attribute(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH) != 0;
+  // DMA_BUF_SUPPORTED exists from CUDA 11.7: an older driver's refusal is "no".
+  int dma_buf = 0;
+  if (CUMEM_CU_QUIET(cuDeviceGetAttribute,
+                     (&dma_buf, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, handle_)) != CUDA_SUCCESS)
+    dma_buf = 0;
+  p.dma_buf_supported = dma_buf != 0;
   return p;
 }
 

@@ -32,6 +32,13 @@ struct DeviceProperties {
   int max_threads_per_block = 0;
   int max_shared_memory_per_block_optin = 0;
   bool cluster_launch = false;
+  bool dma_buf_supported = false;  // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
+};
+
+// What the fabric probe found (src/fabric.cpp).
+struct FabricProbe {
+  bool supported = false;
+  std::string why;  // "" when supported; else what refused it
 };
 
 // Launch limits of a device; they never change, so they are read once.
@@ -73,6 +80,10 @@ class Device final : public Object {
   void stream_priority_range(int& least, int& greatest) const;
   // "device 0 (NVIDIA H200)" for messages.
   std::string describe() const;
+  // Whether fabric handles work on this device (src/fabric.cpp): one
+  // granule created with the FABRIC handle type and exported, once; the
+  // answer is kept, except after out of memory (asked again next time).
+  FabricProbe fabric_probe() const;
 
  private:
   Device(int ordinal, CUdevice handle) : Object(Tag::device), ordinal_(ordinal), handle_(handle) {}
@@ -87,6 +98,9 @@ class Device final : public Object {
   mutable std::once_flag limits_once_, uuid_once_;
   mutable std::array<uint8_t, 16> uuid_{};
   mutable DeviceLimits limits_;
+  mutable std::mutex fabric_mutex_;
+  mutable bool fabric_known_ = false;
+  mutable FabricProbe fabric_;
 };
 
 // Makes a device's primary context current for a scope, and restores the

@@ -347,11 +347,27 @@ typedef struct cumem_device_properties_t {
   int32_t max_shared_memory_per_block_optin; /**< bytes */
   cumem_bool_t cluster_launch;
   uint32_t reserved0;               /**< written as 0 */
+  /** Fabric handles (CUMEM_IPC_HANDLE_FABRIC: memory shared over
+   *  multi-node NVLink through an IMEX channel) work on this device: found
+   *  out once per device, the first time it is asked, by creating one
+   *  granule of device memory with the FABRIC handle type and exporting it
+   *  as a fabric handle (cuMemCreate, cuMemExportToShareableHandle), then
+   *  releasing it. CUMEM_FALSE when the driver refuses either
+   *  (CUDA_ERROR_NOT_PERMITTED: no IMEX channel, as on the H200s tested;
+   *  CUDA_ERROR_NOT_SUPPORTED), when the device reports no fabric handles
+   *  or no virtual memory management, and when the probe ran out of memory
+   *  (that answer is not kept: the next call asks again). libcumem never
+   *  makes a memory pool with the FABRIC handle type. (Since 1.1.) */
+  cumem_bool_t fabric_export_supported;
+  /** The device's memory can be exported as dma-buf file descriptors
+   *  (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED; cumem_buffer_get_dmabuf).
+   *  (Since 1.1.) */
+  cumem_bool_t dma_buf_supported;
 } cumem_device_properties_t;
 
 #define CUMEM_DEVICE_PROPERTIES_INIT                                        \
   { (uint32_t)sizeof(cumem_device_properties_t), 0, {0}, {0}, 0, 0, 0u, 0, \
-    0u, 0u, 0u, 0u, 0u, 0, 0, 0, 0, 0, 0, 0u, 0u }
+    0u, 0u, 0u, 0u, 0u, 0, 0, 0, 0, 0, 0, 0u, 0u, 0u, 0u }
 
 /** Number of CUDA devices into *out_count (0 when the driver sees none).
  *  CUMEM_ERROR_NO_DRIVER: the driver cannot be loaded; out_count untouched. */
@@ -2949,6 +2965,169 @@ CUMEM_API cumem_status_t cumem_ipc_receive_virtual(int32_t socket,
 CUMEM_API cumem_status_t cumem_buffer_from_virtual_ipc_handle(
     const cumem_device_t* device, const cumem_virtual_ipc_handle_t* handle,
     const cumem_stream_t* stream, cumem_buffer_t** out_buffer);
+
+/* ------------------------------------------------------------------------ */
+/* Communication engines: dma-buf export, unmap notifications                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * What NCCL, UCX, NIXL, libfabric and MPI need from an allocator to move
+ * its memory over an RDMA network: a dma-buf file descriptor of the memory
+ * (to register with the NIC: ibv_reg_dmabuf_mr(pd, offset, length, iova,
+ * fd, access), fi_mr_regattr with FI_HMEM_CUDA and a dmabuf), the buffer's
+ * offset in it, and a notice when memory they registered stops being valid,
+ * so that their registration caches drop it. docs/engines.md pairs libcumem
+ * with each engine; whether fabric (multi-node NVLink) export works is
+ * cumem_device_properties_t.fabric_export_supported.
+ */
+
+/* Bits of the flags of cumem_buffer_get_dmabuf. */
+/** The dma-buf is mapped through the PCIe BAR1 aperture
+ *  (CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE; where the platform cannot,
+ *  the driver refuses: CUMEM_ERROR_NOT_SUPPORTED or CUMEM_ERROR_DRIVER). */
+#define CUMEM_DMABUF_MAPPING_PCIE 0x1u
+
+/** A buffer's memory as a dma-buf (cumem_buffer_get_dmabuf). */
+typedef struct cumem_dmabuf_t {
+  uint32_t struct_size;
+  int32_t fd;          /**< the dma-buf file descriptor (close-on-exec), the caller's to close() */
+  uint64_t offset;     /**< the buffer's first byte, in bytes from the start of the fd's range */
+  uint64_t length;     /**< bytes in the fd's range: a multiple of the host page size */
+  uint64_t address;    /**< device address of the range's first byte (the buffer is at address + offset) */
+  int32_t device_id;   /**< the device whose memory it is */
+  /** CUMEM_TRUE: the range is the whole backing allocation (rounded out to
+   *  host pages); CUMEM_FALSE: only the virtual-memory chunks that hold the
+   *  buffer, because the driver refused the whole range. */
+  cumem_bool_t whole_allocation;
+} cumem_dmabuf_t;
+#define CUMEM_DMABUF_INIT { (uint32_t)sizeof(cumem_dmabuf_t), 0, 0u, 0u, 0u, 0, 0u }
+
+/** Exports the device memory behind `buffer` as a new dma-buf file
+ *  descriptor (cuMemGetHandleForAddressRange with
+ *  CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD), for registration with an RDMA NIC.
+ *  What is exported is the backing allocation that holds the buffer,
+ *  rounded out to whole host pages (the driver takes only page-aligned
+ *  ranges), and *dmabuf says where the buffer lies in it:
+ *   - a device pool's or a legacy device resource's buffer: the driver's
+ *     allocation (cuMemGetAddressRange); an allocation smaller than a page
+ *     shares its pages with neighbouring bytes of the same driver memory;
+ *   - a virtual resource's buffer: its whole mapped range (every chunk:
+ *     one device, one set of properties, as the driver requires; the
+ *     driver's own cuMemGetAddressRange would give one chunk of it). When
+ *     the driver refuses the whole range, the chunks that hold the buffer
+ *     alone are exported instead (whole_allocation is then CUMEM_FALSE);
+ *   - a caching adaptor's block: the upstream allocation (segment) that
+ *     holds it, as the upstream exports it (offset = the block's address -
+ *     the range's start: a block is never exported as if at offset 0); an
+ *     expandable cache's block: the pages that hold it;
+ *   - other adaptors (limit, aligned, tracking, logging, failure
+ *     callback): as their upstream's buffer;
+ *   - a slice: its root buffer's allocation, the offset the slice's.
+ *  The fd is the caller's: close() it when done (after deregistering the
+ *  memory region). It refers to the memory as mapped when it was exported:
+ *  after a buffer of a virtual resource was resized, export it again; the
+ *  unmap notifications below say when a range stops being valid. Each call
+ *  makes a new fd; none is kept by libcumem.
+ *  [in] buffer; [in] flags: 0 or CUMEM_DMABUF_MAPPING_PCIE; [out] dmabuf:
+ *  set dmabuf->struct_size (CUMEM_DMABUF_INIT) first; it must cover the
+ *  whole struct (it hands out the fd). Thread-safe; may run concurrently
+ *  with other calls on the buffer except close.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: unknown bits in flags; an empty buffer; a
+ *  dmabuf struct smaller than cumem_dmabuf_t.
+ *  CUMEM_ERROR_NOT_SUPPORTED (the message says which and what to do):
+ *  host, pinned (pool, cuMemHostAlloc, registered, host-located virtual)
+ *  and managed memory; wrapped memory (cumem_buffer_wrap: no resource
+ *  knows its allocation); memory imported from another process; a kind
+ *  that does not know its driver allocations (callback, graph memory);
+ *  a device without CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED; a driver before
+ *  CUDA 11.7 (no cuMemGetHandleForAddressRange); the driver refusing the
+ *  export with CUDA_ERROR_NOT_SUPPORTED.
+ *  CUMEM_ERROR_DRIVER: the driver refused the range otherwise (its error,
+ *  the range and the allocation are in the message).
+ *  CUMEM_ERROR_BUFFER_CLOSED: the buffer was closed. */
+CUMEM_API cumem_status_t cumem_buffer_get_dmabuf(const cumem_buffer_t* buffer, uint32_t flags,
+                                                 cumem_dmabuf_t* dmabuf);
+
+/** Why a range stopped being valid (cumem_unmap_event_t.reason). */
+typedef enum cumem_unmap_reason_t {
+  /** Virtual memory is unmapped (cuMemUnmap): a virtual resource's buffer
+   *  freed (once its stream's work is done), the chunks a shrink gives
+   *  back, the old addresses of a buffer that moved as it grew, an
+   *  expandable cache's pages given back. Exact range. */
+  CUMEM_UNMAP_VIRTUAL = 1,
+  /** A caching adaptor gives a block's upstream allocation back (release,
+   *  trim, out of memory, destruction): blocks that were handed out of
+   *  [address, address + size) are no longer the cache's. Exact range. */
+  CUMEM_UNMAP_CACHE_RELEASE = 2,
+  /** A legacy device resource frees a cuMemAlloc allocation. Exact range. */
+  CUMEM_UNMAP_FREE = 3,
+  /** A memory pool gives unused memory back to the system
+   *  (cumem_resource_pool_trim, or a trim through an adaptor): the driver
+   *  does not say which addresses, so address and size are 0: any memory
+   *  of this pool that is not allocated now may be unmapped. */
+  CUMEM_UNMAP_POOL_TRIM = 4,
+  /** A memory pool that a resource made (new_pool) is destroyed with the
+   *  resource: address and size are 0, every address of the pool. */
+  CUMEM_UNMAP_POOL_DESTROY = 5,
+  CUMEM_UNMAP_REASON_FORCE32 = 0x7FFFFFFF
+} cumem_unmap_reason_t;
+
+/** One notification. Read fields only up to struct_size (a newer library
+ *  may send a larger struct). */
+typedef struct cumem_unmap_event_t {
+  uint32_t struct_size;        /**< the size the library filled */
+  cumem_unmap_reason_t reason; /**< why the range stopped being valid */
+  uint64_t address;            /**< first byte of the range; 0 with size 0: not known (pools) */
+  uint64_t size;               /**< bytes */
+  uint64_t resource_id;        /**< the resource's number (cumem_snapshot_resource_t.id) */
+  int32_t device_id;           /**< the memory's device; -1: host memory (host-located virtual) */
+  uint32_t reserved0;          /**< 0 */
+} cumem_unmap_event_t;
+#define CUMEM_UNMAP_EVENT_INIT \
+  { (uint32_t)sizeof(cumem_unmap_event_t), (cumem_unmap_reason_t)0, 0u, 0u, 0u, 0, 0u }
+
+/** Receives one notification, with the user_data given to
+ *  cumem_unmap_subscribe. It is called:
+ *   - before the memory is given back: the range is still mapped (for
+ *     CUMEM_UNMAP_POOL_TRIM and _POOL_DESTROY, the pool's memory is) while
+ *     the callback runs, so a registration cache can deregister it first;
+ *     once the callback returns, libcumem unmaps or frees it;
+ *   - on the thread that gives the memory back, inside the libcumem call
+ *     that does (for a virtual resource's stream-ordered frees, possibly a
+ *     later call on that resource, or the one that destroys it), while
+ *     libcumem may hold that resource's internal lock; possibly on several
+ *     threads at once: it must be thread-safe;
+ *   - for every subscription, in the order they were made.
+ *  `event` is valid only during the call. The callback must return
+ *  normally (no C++ exception, Rust panic or longjmp; an exception is
+ *  caught and logged), and must not call libcumem functions other than
+ *  cumem_unmap_unsubscribe, cumem_status_string and
+ *  cumem_last_error_message: a call that takes the lock libcumem holds
+ *  would deadlock. Queue the work instead (deregistering memory regions,
+ *  ibv_dereg_mr, close() of a dma-buf fd are fine to do in it: they call
+ *  no libcumem function). */
+typedef void (*cumem_unmap_callback_t)(const cumem_unmap_event_t* event, void* user_data);
+
+/** Subscribes `callback` with `user_data` ([in][optional], passed through
+ *  untouched) to the notifications of every resource of the process, from
+ *  now on, until cumem_unmap_unsubscribe. The same pair may be subscribed
+ *  more than once (it is then called once per subscription).
+ *  *out_subscription gets the subscription's number (never 0). Needs no
+ *  driver. Thread-safe. With no subscription the notifications cost one
+ *  relaxed atomic load where memory is given back.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: callback is NULL. CUMEM_ERROR_INVALID_STATE:
+ *  called from inside a callback. */
+CUMEM_API cumem_status_t cumem_unmap_subscribe(cumem_unmap_callback_t callback, void* user_data,
+                                               uint64_t* out_subscription);
+
+/** Ends a subscription. When it returns, the callback is not running for
+ *  this subscription on any thread and will not be called again, so its
+ *  user_data may be freed; except when called from inside a callback
+ *  (its own or another's), where it returns at once and calls of the
+ *  subscription already running on other threads finish on their own.
+ *  Thread-safe. CUMEM_ERROR_NOT_FOUND: no such subscription (never made,
+ *  or ended already). */
+CUMEM_API cumem_status_t cumem_unmap_unsubscribe(uint64_t subscription);
 
 /* ------------------------------------------------------------------------ */
 /* Seeing the memory: history, snapshots, statistics as JSON, a summary     */

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,6 +31,8 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 namespace cumem {
 
@@ -851,6 +854,50 @@ uint32_t fill_bits(const T& value) noexcept {
 
 }  // namespace detail
 
+// A buffer's memory as a dma-buf (Buffer::get_dmabuf, cumem_dmabuf_t):
+// owns the file descriptor, closed with the object unless release_fd()
+// handed it over. Move-only; register fd() with offset() and length() (or
+// the buffer's own size from offset()) with the NIC.
+class DmaBuf {
+ public:
+  DmaBuf() noexcept { d_.fd = -1; }
+  explicit DmaBuf(const cumem_dmabuf_t& d) noexcept : d_(d) {}
+  DmaBuf(DmaBuf&& other) noexcept : d_(other.d_) { other.d_.fd = -1; }
+  DmaBuf& operator=(DmaBuf&& other) noexcept {
+    if (this != &other) {
+      reset();
+      d_ = other.d_;
+      other.d_.fd = -1;
+    }
+    return *this;
+  }
+  DmaBuf(const DmaBuf&) = delete;
+  DmaBuf& operator=(const DmaBuf&) = delete;
+  ~DmaBuf() { reset(); }
+
+  int32_t fd() const noexcept { return d_.fd; }
+  uint64_t offset() const noexcept { return d_.offset; }
+  uint64_t length() const noexcept { return d_.length; }
+  uint64_t address() const noexcept { return d_.address; }
+  int32_t device_id() const noexcept { return d_.device_id; }
+  bool whole_allocation() const noexcept { return d_.whole_allocation != CUMEM_FALSE; }
+  const cumem_dmabuf_t& get() const noexcept { return d_; }
+  explicit operator bool() const noexcept { return d_.fd >= 0; }
+  // Hands the fd to the caller, who closes it; this object no longer does.
+  int32_t release_fd() noexcept {
+    const int32_t fd = d_.fd;
+    d_.fd = -1;
+    return fd;
+  }
+  void reset() noexcept {
+    if (d_.fd >= 0) ::close(d_.fd);
+    d_.fd = -1;
+  }
+
+ private:
+  cumem_dmabuf_t d_{};
+};
+
 class Buffer : public detail::Handle<Buffer, cumem_buffer_t, cumem_buffer_retain,
                                      cumem_buffer_release> {
  public:
@@ -1021,6 +1068,16 @@ class Buffer : public detail::Handle<Buffer, cumem_buffer_t, cumem_buffer_retain
     return detail::out<IpcDescriptor>(cumem_buffer_get_ipc_descriptor, get());
   }
 
+  // The buffer's device memory as a dma-buf (cumem_buffer_get_dmabuf: the
+  // backing allocation rounded out to host pages, the buffer at offset());
+  // flags 0 or CUMEM_DMABUF_MAPPING_PCIE.
+  DmaBuf get_dmabuf(uint32_t flags = 0) const {
+    cumem_dmabuf_t d{};
+    d.struct_size = static_cast<uint32_t>(sizeof d);
+    check(cumem_buffer_get_dmabuf(get(), flags, &d));
+    return DmaBuf(d);
+  }
+
   // Virtual memory: resizes a buffer of a virtual resource (cuda.core's
   // modify_allocation), ordered on `stream` ({}: the deallocation stream);
   // ptr() may change. Shares it with another process as its chunks' fds,
@@ -1160,6 +1217,62 @@ inline Buffer Buffer::from_virtual_ipc_handle(const Device& device, const Virtua
 
 // Sends a virtual IPC handle over a connected Unix domain socket (one
 // sender per socket at a time); receives one sent so.
+// Unmap notifications (cumem_unmap_subscribe): `callback` is called before
+// device memory is given back, on the thread that gives it back, under the
+// rules of cumem_unmap_callback_t (no libcumem call inside but
+// unsubscribing; an exception it throws is dropped). The subscription ends
+// with the object (unsubscribe waits for calls running on other threads).
+class UnmapSubscription {
+ public:
+  using Callback = std::function<void(const cumem_unmap_event_t&)>;
+  UnmapSubscription() noexcept = default;
+  explicit UnmapSubscription(Callback callback) : callback_(new Callback(std::move(callback))) {
+    check(cumem_unmap_subscribe(&call, callback_.get(), &id_));
+  }
+  UnmapSubscription(UnmapSubscription&& other) noexcept
+      : callback_(std::move(other.callback_)), id_(other.id_) {
+    other.id_ = 0;
+  }
+  UnmapSubscription& operator=(UnmapSubscription&& other) noexcept {
+    if (this != &other) {
+      reset();
+      callback_ = std::move(other.callback_);
+      id_ = other.id_;
+      other.id_ = 0;
+    }
+    return *this;
+  }
+  ~UnmapSubscription() { reset(); }
+  // The subscription's number (0: none).
+  uint64_t id() const noexcept { return id_; }
+  explicit operator bool() const noexcept { return id_ != 0; }
+  void reset() noexcept {
+    if (id_) cumem_unmap_unsubscribe(id_);
+    id_ = 0;
+    callback_.reset();
+  }
+
+ private:
+  static void call(const cumem_unmap_event_t* event, void* user_data) noexcept {
+    try {
+      (*static_cast<Callback*>(user_data))(*event);
+    } catch (...) {
+    }
+  }
+  std::unique_ptr<Callback> callback_;  // stays put when the object moves
+  uint64_t id_ = 0;
+};
+
+// The C calls themselves, for a plain function and user data.
+inline uint64_t unmap_subscribe(cumem_unmap_callback_t callback, void* user_data = nullptr) {
+  uint64_t id = 0;
+  check(cumem_unmap_subscribe(callback, user_data, &id));
+  return id;
+}
+inline void unmap_unsubscribe(uint64_t subscription) {
+  check(cumem_unmap_unsubscribe(subscription));
+}
+
 inline void ipc_send_virtual(int32_t socket, const VirtualIpcHandle& handle) {
   check(cumem_ipc_send_virtual(socket, handle.get()));
 }

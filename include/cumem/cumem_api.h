@@ -233,6 +233,9 @@ typedef cumem_status_t (*PFN_cumem_snapshot_write_json)(const cumem_snapshot_t* 
 typedef cumem_status_t (*PFN_cumem_resource_statistics_json)(const cumem_resource_t* resource, char* buffer, size_t capacity, size_t* out_length);
 typedef cumem_status_t (*PFN_cumem_memory_summary)(char* buffer, size_t capacity, size_t* out_length);
 typedef cumem_status_t (*PFN_cumem_framework_configure)(const char* configuration);
+typedef cumem_status_t (*PFN_cumem_buffer_get_dmabuf)(const cumem_buffer_t* buffer, uint32_t flags, cumem_dmabuf_t* dmabuf);
+typedef cumem_status_t (*PFN_cumem_unmap_subscribe)(cumem_unmap_callback_t callback, void* user_data, uint64_t* out_subscription);
+typedef cumem_status_t (*PFN_cumem_unmap_unsubscribe)(uint64_t subscription);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -454,6 +457,9 @@ struct cumem_api_t {
   PFN_cumem_resource_statistics_json cumem_resource_statistics_json;
   PFN_cumem_memory_summary cumem_memory_summary;
   PFN_cumem_framework_configure cumem_framework_configure;
+  PFN_cumem_buffer_get_dmabuf cumem_buffer_get_dmabuf;
+  PFN_cumem_unmap_subscribe cumem_unmap_subscribe;
+  PFN_cumem_unmap_unsubscribe cumem_unmap_unsubscribe;
 };
 
 #ifdef __cplusplus

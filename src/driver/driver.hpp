@@ -121,7 +121,9 @@ namespace cumem::core::driver {
   X(cuDeviceGraphMemTrim, 11040) \
   X(cuMemPrefetchBatchAsync, 13000)          \
   X(cuMemDiscardAndPrefetchBatchAsync, 13000) \
-  X(cuMemRangeGetAttribute, 8000)
+  X(cuMemRangeGetAttribute, 8000)            \
+  /* dma-buf export for communication engines (src/dmabuf.cpp) */ \
+  X(cuMemGetHandleForAddressRange, 11070)
 
 // Function pointers; a member is null when the installed driver is older
 // than the version it needs. Use call() or require(), not the members, so

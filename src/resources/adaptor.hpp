@@ -1,19 +1,27 @@
 // An adaptor is a resource over an upstream resource: it keeps the upstream
 // alive, describes the same memory, and adds one behaviour of its own in
 // do_allocate/do_deallocate (which pass the rest to upstream()). A request
-// to give unused memory back (trimmable.hpp) is passed to the upstream.
+// to give unused memory back (trimmable.hpp) and the question of a dma-buf
+// export (dmabuf_source.hpp) are passed to the upstream.
 #pragma once
 
+#include "dmabuf_source.hpp"
 #include "resource.hpp"
 #include "trimmable.hpp"
 
 namespace cumem::core {
 
-class Adaptor : public Resource, public Trimmable {
+class Adaptor : public Resource, public Trimmable, public DmaBufSource {
  public:
   const Resource& upstream() const noexcept { return *upstream_; }
   // An adaptor holds nothing of its own: the upstream gives back what it holds.
   void trim_unused() override { core::trim_unused(*upstream_); }
+  // An adaptor that hands out its upstream's allocations as they are asks
+  // the upstream; one that does not (caching, aligned) overrides this.
+  DmaBufRanges dmabuf_ranges(void* ptr, size_t size, uintptr_t first,
+                             size_t bytes) const override {
+    return dmabuf_ranges_of(*upstream_, ptr, size, first, bytes);
+  }
 
  protected:
   // The adaptor's memory is the upstream's; `kind` says what the adaptor is.

@@ -26,6 +26,22 @@ class AlignedResource final : public Adaptor {
     return std::to_string(alignment_) + "-byte alignment over " + upstream().describe();
   }
 
+  // The upstream's allocation that holds the aligned one.
+  DmaBufRanges dmabuf_ranges(void* ptr, size_t size, uintptr_t first,
+                             size_t bytes) const override {
+    Record record{};
+    {
+      Records& r = records_of(ptr);
+      std::lock_guard<std::mutex> lock(r.mutex);
+      const auto it = r.map.find(ptr);
+      if (it == r.map.end() || it->second.size != size)
+        fail(Status::invalid_argument, "the aligned adaptor did not hand out this buffer's "
+                                       "memory (or it was freed already)");
+      record = it->second;
+    }
+    return dmabuf_ranges_of(upstream(), record.original, record.upstream_size, first, bytes);
+  }
+
  protected:
   void* do_allocate(size_t size, const Stream* stream) override {
     void* original = nullptr;
@@ -100,14 +116,14 @@ class AlignedResource final : public Adaptor {
   bool aligned(void* ptr) const {
     return (reinterpret_cast<uintptr_t>(ptr) & (alignment_ - 1)) == 0;
   }
-  Records& records_of(void* ptr) {
+  Records& records_of(void* ptr) const {
     const uint64_t h = (reinterpret_cast<uintptr_t>(ptr) >> 4) * 0x9E3779B97F4A7C15ull;
     return records_[h >> 60];
   }
 
   const uint64_t alignment_;
   std::atomic<bool> pad_{false};  // the upstream has handed out a misaligned address
-  std::array<Records, 16> records_;
+  mutable std::array<Records, 16> records_;
 };
 
 }  // namespace

@@ -66,6 +66,7 @@
 #include "../snapshot/history.hpp"
 #include "../snapshot/snapshot.hpp"
 #include "../thread_shard.hpp"
+#include "../unmap_events.hpp"
 #include "caching/bins.hpp"
 #include "caching/capture_pools.hpp"
 #include "caching/expandable.hpp"
@@ -132,6 +133,7 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
       central_.segments = std::make_unique<Segments>();
       return;
     }
+    pages_->set_owner(id());  // its pages' unmaps are notified
     auto expandable = std::make_unique<ExpandableSegments>(*pages_);
     expandable_ = expandable.get();
     central_.segments = std::move(expandable);
@@ -240,6 +242,41 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
   // Trimmable: a request from an adaptor above gives back every cached block.
   void trim_unused() override { trim(0); }
 
+  // DmaBufSource: a block is exported as the upstream allocation that holds
+  // it (its segment, or a small block's own allocation), which the
+  // upstream describes; an expandable block as the pages that hold it.
+  DmaBufRanges dmabuf_ranges(void* ptr, size_t size, uintptr_t first,
+                             size_t bytes) const override {
+    void* segment = nullptr;
+    uint64_t segment_size = 0;
+    {
+      std::lock_guard<std::mutex> lock(central_.mutex);
+      const auto& small = central_.small_segments.sizes();
+      if (const auto it = small.find(ptr); it != small.end()) {
+        segment = ptr;
+        segment_size = it->second;
+      } else if (const Piece* p = piece_at(*central_.segments, ptr)) {
+        if (p->segment) return expandable_pages(*p, first, bytes);
+        whole_segment(*p, segment, segment_size);
+      }
+    }
+    if (!segment) {
+      std::lock_guard<std::mutex> lock(pools_mutex_);
+      if (PrivatePool* pool = pools_.owner(ptr)) {
+        if (const Piece* p = piece_at(pool->large, ptr)) {
+          whole_segment(*p, segment, segment_size);
+        } else {
+          segment = ptr;  // a small block of a capture's pool: an allocation of its own
+          segment_size = round_size(size);
+        }
+      }
+    }
+    if (!segment)
+      fail(Status::invalid_argument, describe() + " did not hand out this buffer's memory (or it "
+                                                  "was freed already)");
+    return dmabuf_ranges_of(upstream(), segment, static_cast<size_t>(segment_size), first, bytes);
+  }
+
   // Snapshottable: every segment and block, taken with every lock held at
   // once (each shard's, then the central one; no other path holds a
   // shard's lock while it takes another lock), so that the blocks add up.
@@ -339,6 +376,33 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
   }
 
  private:
+  // The piece handed out at `ptr`, or null.
+  static const Piece* piece_at(const Segments& segments, void* ptr) {
+    const auto it = segments.pieces().find(ptr);
+    return it == segments.pieces().end() || it->second->free ? nullptr : it->second;
+  }
+  // The upstream allocation (segment) that the piece `p` is part of.
+  static void whole_segment(const Piece& p, void*& ptr, uint64_t& size) {
+    const Piece* head = &p;
+    while (head->prev) head = head->prev;
+    const Piece* tail = &p;
+    while (tail->next) tail = tail->next;
+    ptr = head->ptr;
+    size = static_cast<uint64_t>(tail->ptr - head->ptr) + tail->size;
+  }
+  // The whole pages of an expandable range that hold [first, first + bytes).
+  DmaBufRanges expandable_pages(const Piece& p, uintptr_t first, size_t bytes) const {
+    const uintptr_t base = reinterpret_cast<uintptr_t>(p.segment->pages->base());
+    const uint64_t page = pages_->page_size();
+    const uint64_t lo = (first - base) / page * page;
+    const uint64_t hi = (first + bytes - base + page - 1) / page * page;
+    DmaBufRanges r;
+    r.device = device_.get();
+    r.what = "the pages of " + describe();
+    r.whole = DmaBufSpan{base + static_cast<uintptr_t>(lo), static_cast<size_t>(hi - lo)};
+    return r;
+  }
+
   void deallocate(Shard& s, const Block& block, const Stream* stream) {
     std::unique_lock<Shard> lock(s);
     if (is_small(block.size)) {
@@ -582,10 +646,25 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
     }
   }
 
+  // Tells the unmap subscribers that the upstream allocation [ptr, ptr +
+  // size) is about to go back (the blocks handed out of it are no longer
+  // the cache's). Only for memory the device can access.
+  void notify_release(void* ptr, uint64_t size) const noexcept {
+    if (!unmap::any() || !properties().device_accessible) return;
+    unmap::Event e;
+    e.reason = unmap::Reason::cache_release;
+    e.address = reinterpret_cast<uintptr_t>(ptr);
+    e.size = size;
+    e.resource_id = id();
+    e.device_id = properties().device_id;
+    unmap::notify(e);
+  }
+
   // Under the central lock.
   void give_back(void* ptr, uint64_t size) {
     if (!ptr) return;
     if (history::on()) history::record(history::Action::segment_free, id(), ptr, size, 0);
+    notify_release(ptr, size);
     upstream().deallocate_raw(ptr, static_cast<size_t>(size), nullptr);
     central_.small_segments.remove(ptr);
     reserved_.fetch_sub(size, std::memory_order_relaxed);
@@ -738,6 +817,7 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
       // work is done (a small block is an upstream allocation of its own;
       // a piece waits for its segment to be free whole).
       if (is_small(rounded)) {
+        notify_release(ptr, rounded);
         upstream().deallocate_raw(ptr, static_cast<size_t>(rounded), stream);
         reserved_.fetch_sub(rounded, std::memory_order_relaxed);
         p->reserved -= rounded;

@@ -13,6 +13,8 @@
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "../ipc/shareable.hpp"
+#include "../unmap_events.hpp"
+#include "dmabuf_source.hpp"
 #include "sync_resource.hpp"
 
 namespace cumem::core {
@@ -28,7 +30,7 @@ ResourceProperties legacy_device_properties(const Device& device, ResourceKind k
   return p;
 }
 
-class LegacyDeviceResource final : public SyncResource, public IpcShareable {
+class LegacyDeviceResource final : public SyncResource, public IpcShareable, public DmaBufSource {
  public:
   LegacyDeviceResource(Ref<Device> device, ResourceKind kind)
       : SyncResource(device, legacy_device_properties(*device, kind)) {}
@@ -112,6 +114,22 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable {
     return ptr;
   }
 
+  // The cuMemAlloc allocation; not memory opened from another process.
+  DmaBufRanges dmabuf_ranges(void* ptr, size_t, uintptr_t first, size_t bytes) const override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (opened_.count(ptr) != 0)
+        fail(Status::not_supported,
+             "this buffer maps memory of another process (a legacy IPC descriptor) and cannot "
+             "be exported as a dma-buf here: export it in the process that allocated it");
+    }
+    DmaBufRanges r;
+    r.device = device_.get();
+    r.what = "the cuMemAlloc allocation";
+    r.whole = driver_allocation(*device_, first, bytes, r.what);
+    return r;
+  }
+
  protected:
   void* do_allocate(size_t size, const Stream*) override {
     ScopedContext scope(*device_);
@@ -130,6 +148,15 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable {
         if (--mappings_[key].opens == 0) close_mapping(key);
         return;
       }
+    }
+    if (unmap::any()) {
+      unmap::Event e;
+      e.reason = unmap::Reason::free;
+      e.address = reinterpret_cast<uintptr_t>(ptr);
+      e.size = size;
+      e.resource_id = id();
+      e.device_id = device_->ordinal();
+      unmap::notify(e);
     }
     ScopedContext scope(*device_);
     CUMEM_CU(cuMemFree, (reinterpret_cast<CUdeviceptr>(ptr)),

@@ -11,6 +11,7 @@
 #include "../log.hpp"
 #include "../snapshot/history.hpp"
 #include "../snapshot/snapshot.hpp"
+#include "../unmap_events.hpp"
 
 namespace cumem::core {
 
@@ -74,8 +75,20 @@ IpcDescriptor PoolResource::get_ipc_descriptor(void* ptr, size_t size) const {
   return d;
 }
 
+// Tells the unmap subscribers that memory of the pool may go: the driver
+// does not say which, so the range is left 0.
+void PoolResource::notify_pool(int reason) const noexcept {
+  if (!unmap::any()) return;
+  unmap::Event e;
+  e.reason = static_cast<unmap::Reason>(reason);
+  e.resource_id = id();
+  e.device_id = properties().device_id;
+  unmap::notify(e);
+}
+
 PoolResource::~PoolResource() {
   if (!owned_) return;
+  notify_pool(static_cast<int>(unmap::Reason::pool_destroy));
   // The driver keeps the pool until its outstanding allocations are freed.
   try {
     ScopedContext scope(*device_);
@@ -153,6 +166,18 @@ std::string PoolResource::usage_details() const {
 }
 
 void PoolResource::snapshot(snapshot::Builder& out) const { out.entry().pool = pool_get_attributes(); }
+
+DmaBufRanges PoolResource::dmabuf_ranges(void*, size_t, uintptr_t first, size_t bytes) const {
+  if (properties().is_imported)
+    fail(Status::not_supported, "memory of " + describe() +
+                                    " was imported from another process and cannot be exported "
+                                    "as a dma-buf here: export it in the process that allocated it");
+  DmaBufRanges r;
+  r.device = device_.get();
+  r.what = "the allocation of " + describe();
+  r.whole = driver_allocation(*device_, first, bytes, r.what);
+  return r;
+}
 
 namespace {
 
@@ -237,6 +262,7 @@ void PoolResource::pool_reset_highs() {
 }
 
 void PoolResource::pool_trim(uint64_t min_bytes_to_keep) {
+  notify_pool(static_cast<int>(unmap::Reason::pool_trim));
   ScopedContext scope(*device_);
   RelaxedCaptureMode relaxed;
   CUMEM_CU(cuMemPoolTrimTo, (pool_, static_cast<size_t>(min_bytes_to_keep)),

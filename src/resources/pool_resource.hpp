@@ -9,6 +9,7 @@
 
 #include "../ipc/shareable.hpp"
 #include "byte_budget.hpp"
+#include "dmabuf_source.hpp"
 #include "resource.hpp"
 #include "snapshottable.hpp"
 #include "trimmable.hpp"
@@ -24,7 +25,11 @@ struct PoolAttributes {
   uint64_t used_mem_current = 0, used_mem_high = 0;
 };
 
-class PoolResource : public Resource, public IpcShareable, public Trimmable, public Snapshottable {
+class PoolResource : public Resource,
+                     public IpcShareable,
+                     public Trimmable,
+                     public Snapshottable,
+                     public DmaBufSource {
  public:
   // Takes `pool`; destroys it at the end when `owned`. A max_size above 0 is
   // enforced here on the bytes in use (the driver only caps what it
@@ -52,6 +57,10 @@ class PoolResource : public Resource, public IpcShareable, public Trimmable, pub
   // Snapshottable: the pool's attributes (the driver lists no allocations:
   // the snapshot has those from the memory history).
   void snapshot(snapshot::Builder& out) const override;
+  // DmaBufSource: the driver's allocation (cuMemGetAddressRange); refused
+  // for memory imported from another process.
+  DmaBufRanges dmabuf_ranges(void* ptr, size_t size, uintptr_t first,
+                             size_t bytes) const override;
 
   // IPC (properties().ipc_enabled): the pool's file descriptor, and a
   // buffer's export data (cuMemPoolExportPointer).
@@ -68,6 +77,10 @@ class PoolResource : public Resource, public IpcShareable, public Trimmable, pub
   std::string usage_details() const override;
 
  private:
+  // unmap::Reason pool_trim or pool_destroy (an int: the header stays
+  // free of unmap_events.hpp).
+  void notify_pool(int reason) const noexcept;
+
   CUmemoryPool pool_;
   bool owned_;
   std::string name_;

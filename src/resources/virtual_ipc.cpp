@@ -163,6 +163,7 @@ Ref<Resource> VirtualResource::import(Ref<Device> device, const VirtualIpcHandle
   {
     std::lock_guard<std::mutex> lock(resource->mutex_);
     Allocation& a = resource->live_[address];
+    range->set_owner(resource->id());  // its unmap is notified
     a.range = std::move(range);
     a.size = static_cast<size_t>(d.size);
     a.mapped_end = mapped;

@@ -161,6 +161,7 @@ std::unique_ptr<vmm::Range> VirtualResource::new_range(size_t rounded) {
   });
   for (const vmm::AccessEntry& e : access_) range->set_access(e.location, e.access);
   retrying([&] { range->map(0, rounded, chunk_size_); });
+  range->set_owner(id());  // from now on its unmaps are notified (src/unmap_events.hpp)
   return range;
 }
 
@@ -386,6 +387,35 @@ void VirtualResource::snapshot(snapshot::Builder& out) const {
     if (reserved > a.mapped_end)
       out.add_block(address + a.mapped_end, reserved - a.mapped_end, snapshot::BlockState::unmapped);
   }
+}
+
+DmaBufRanges VirtualResource::dmabuf_ranges(void* ptr, size_t size, uintptr_t first,
+                                            size_t bytes) const {
+  if (imported_)
+    fail(Status::not_supported, "this buffer maps memory of another process (" + describe() +
+                                    ") and cannot be exported as a dma-buf here: export it in "
+                                    "the process that allocated it");
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == live_.end() || it->second.size != size)
+    fail(Status::invalid_argument, "exporting " + address_text(ptr) + ": no allocation of " +
+                                       describe() + " of " + describe_bytes(size) + " starts there");
+  const Allocation& a = it->second;
+  const uintptr_t base = static_cast<uintptr_t>(a.range->address());
+  DmaBufRanges r;
+  r.device = &spec_->device();
+  r.what = "the virtual memory range of " + describe();
+  r.whole = DmaBufSpan{base, a.mapped_end};
+  // The chunks that hold [first, first + bytes), for a driver that takes
+  // no range over several chunks.
+  size_t lo = a.mapped_end, hi = 0;
+  for (const vmm::ChunkInfo& c : a.range->chunks()) {
+    if (base + c.offset + c.size <= first || base + c.offset >= first + bytes) continue;
+    lo = std::min(lo, c.offset);
+    hi = std::max(hi, c.offset + c.size);
+  }
+  if (lo < hi && (lo != 0 || hi != a.mapped_end)) r.chunks = DmaBufSpan{base + lo, hi - lo};
+  return r;
 }
 
 void VirtualResource::release_pending() {

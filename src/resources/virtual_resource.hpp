@@ -16,6 +16,7 @@
 
 #include "../ipc/shareable.hpp"
 #include "../vmm/release_queue.hpp"
+#include "dmabuf_source.hpp"
 #include "resource.hpp"
 #include "snapshottable.hpp"
 
@@ -46,7 +47,10 @@ struct VirtualStatistics {
   uint64_t chunks_released = 0;  // and released: the live ones are the difference
 };
 
-class VirtualResource final : public Resource, public IpcShareable, public Snapshottable {
+class VirtualResource final : public Resource,
+                              public IpcShareable,
+                              public Snapshottable,
+                              public DmaBufSource {
  public:
   // Physical memory is mapped in chunks of this (PyTorch's large page),
   // rounded up to the granularity: few chunks per buffer (mapping costs per
@@ -69,6 +73,10 @@ class VirtualResource final : public Resource, public IpcShareable, public Snaps
   VirtualStatistics virtual_statistics() const;
   // Snapshottable: each allocation's range, mapped and unmapped.
   void snapshot(snapshot::Builder& out) const override;
+  // DmaBufSource: the allocation's mapped range (all its chunks: one
+  // device, one set of properties), and the chunks holding the bytes.
+  DmaBufRanges dmabuf_ranges(void* ptr, size_t size, uintptr_t first,
+                             size_t bytes) const override;
   // Waits for the work that pending releases wait for, then releases them.
   void release_pending();
 

@@ -6,6 +6,7 @@
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "../log.hpp"
+#include "../unmap_events.hpp"
 
 namespace cumem::core::vmm {
 namespace {
@@ -45,6 +46,30 @@ bool same_location(const Location& a, const Location& b) {
   return a.type == b.type && a.id == b.id;
 }
 
+// Tells the unmap subscribers about `mappings`, about to be unmapped: one
+// event per run of adjacent mappings. Nothing for a range with no owner.
+void notify_unmaps(const std::map<size_t, std::unique_ptr<Mapping>>& mappings, const Spec& spec,
+                   uint64_t owner) noexcept {
+  if (owner == 0 || mappings.empty() || !unmap::any()) return;
+  unmap::Event e;
+  e.reason = unmap::Reason::virtual_unmap;
+  e.resource_id = owner;
+  e.device_id = spec.is_host_memory() ? -1 : spec.device().ordinal();
+  auto flush = [&] {
+    if (e.size) unmap::notify(e);
+  };
+  for (const auto& [offset, m] : mappings) {
+    if (e.size && e.address + e.size == static_cast<uintptr_t>(m->address())) {
+      e.size += m->size();
+      continue;
+    }
+    flush();
+    e.address = static_cast<uintptr_t>(m->address());
+    e.size = m->size();
+  }
+  flush();
+}
+
 std::string span(size_t offset, size_t bytes) {
   return "[" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
          std::to_string(bytes) + ")";
@@ -59,6 +84,7 @@ Mappings& Mappings::operator=(Mappings&& other) noexcept {
     detached_ = std::move(other.detached_);
     reservations_ = std::move(other.reservations_);
     mappings_ = std::move(other.mappings_);
+    owner_ = other.owner_;
   }
   return *this;
 }
@@ -71,6 +97,7 @@ size_t Mappings::bytes() const noexcept {
 
 void Mappings::clear() noexcept {
   if (mappings_.empty() && reservations_.empty()) return;
+  notify_unmaps(mappings_, *spec_, owner_);
   CleanupContext scope(spec_->device());
   for (const auto& [offset, m] : mappings_) detached_->spans.erase(offset);
   mappings_.clear();      // cuMemUnmap each
@@ -96,6 +123,7 @@ std::unique_ptr<Range> Range::reserve(std::shared_ptr<const Spec> spec, size_t s
 }
 
 Range::~Range() {
+  notify_unmaps(mappings_, *spec_, owner_);
   CleanupContext scope(spec_->device());
   mappings_.clear();      // cuMemUnmap each (and cuMemRelease of chunks no one else maps)
   reservations_.clear();  // then cuMemAddressFree
@@ -220,6 +248,7 @@ Mappings Range::detach(size_t offset, size_t bytes) {
   Mappings out;
   out.spec_ = spec_;
   out.detached_ = detached_;
+  out.owner_ = owner_;
   if (first == last) return out;
   out.reservations_ = reservations_;  // these may throw: before anything moves
   std::map<size_t, size_t> spans;
@@ -342,7 +371,10 @@ std::unique_ptr<Range> Range::remap(size_t size, size_t alignment, CUdeviceptr h
   std::unique_ptr<Range> moved = reserve(spec_, size, alignment, hint);
   moved->access_ = access_;
   for (const auto& [offset, m] : mappings_) moved->map_chunk(offset, m->chunk());
-  return moved;  // on a throw, `moved` unmaps what it mapped: this range is untouched
+  // On a throw above, `moved` unmaps what it mapped (no owner yet: nothing
+  // is notified of addresses nobody had) and this range is untouched.
+  moved->owner_ = owner_;
+  return moved;
 }
 
 std::vector<ChunkInfo> Range::chunks() const {

@@ -91,11 +91,13 @@ class Mappings {
 
   bool empty() const noexcept { return mappings_.empty(); }
   size_t bytes() const noexcept;
-  // Unmaps now. Never throws (failures go to the log).
+  // Unmaps now (the range's owner's subscribers are told first: see
+  // Range::set_owner). Never throws (failures go to the log).
   void clear() noexcept;
 
  private:
   friend class Range;
+  uint64_t owner_ = 0;  // the range's, when detached
   std::shared_ptr<const Spec> spec_;
   std::shared_ptr<DetachedSpans> detached_;  // the range's
   // Declared before the mappings, so that they are freed after them.
@@ -120,6 +122,14 @@ class Range {
   ~Range();
   Range(const Range&) = delete;
   Range& operator=(const Range&) = delete;
+
+  // The resource whose memory this range is (its id): from then on, every
+  // unmap of its mappings (unmap(), destroying it or its detached
+  // Mappings) is told to the unmap subscribers first (src/unmap_events.hpp),
+  // one event per run of adjacent chunks. 0 (the default): nobody is told.
+  // remap() gives the new range the same owner.
+  void set_owner(uint64_t resource_id) noexcept { owner_ = resource_id; }
+  uint64_t owner() const noexcept { return owner_; }
 
   CUdeviceptr address() const noexcept { return reservations_.front()->address(); }
   // Bytes of address space reserved (all reservations, which are contiguous).
@@ -214,6 +224,7 @@ class Range {
   std::shared_ptr<DetachedSpans> detached_ = std::make_shared<DetachedSpans>();
   size_t reserved_ = 0;
   size_t mapped_ = 0;
+  uint64_t owner_ = 0;
 };
 
 }  // namespace cumem::core::vmm

@@ -24,9 +24,11 @@ int main(void) {
   cumem_batch_statistics_t w = CUMEM_BATCH_STATISTICS_INIT;
   cumem_failure_callback_t x = CUMEM_FAILURE_CALLBACK_INIT;
   cumem_failure_info_t y = CUMEM_FAILURE_INFO_INIT;
+  cumem_dmabuf_t z = CUMEM_DMABUF_INIT;
+  cumem_unmap_event_t ze = CUMEM_UNMAP_EVENT_INIT;
   return (int)(a.struct_size + b.struct_size + c.struct_size + d.struct_size + e.struct_size + f.struct_size +
                g.struct_size + h.struct_size + i.struct_size + j.struct_size + k.struct_size + l.struct_size + m.struct_size +
                n.struct_size + o.struct_size + q.struct_size + r.struct_size + s.struct_size +
                t.struct_size + u.struct_size + v.struct_size + w.struct_size + x.struct_size +
-               y.struct_size) & 0;
+               y.struct_size + z.struct_size + ze.struct_size) & 0;
 }

@@ -456,3 +456,30 @@ TEST(NullArguments, FrameworkConfigure) {
                      "unknown key 'colour'");
   EXPECT_EQ(cumem_framework_configure(""), CUMEM_SUCCESS) << cumem_last_error_message();
 }
+
+// Communication engines: the dma-buf export and the unmap subscriptions
+// refuse NULL by name, before any driver is needed.
+TEST(NullArguments, CommunicationEngines) {
+  cumem_dmabuf_t d = CUMEM_DMABUF_INIT;
+  uint64_t id = 0;
+  cumem_resource_t* host = nullptr;
+  CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
+  cumem_buffer_t* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(host, 64, nullptr, &b));
+  expect_all({
+      {"cumem_buffer_get_dmabuf", "buffer", [&] { return cumem_buffer_get_dmabuf(nullptr, 0, &d); }},
+      {"cumem_buffer_get_dmabuf", "dmabuf", [&] { return cumem_buffer_get_dmabuf(b, 0, nullptr); }},
+      {"cumem_unmap_subscribe", "callback",
+       [&] { return cumem_unmap_subscribe(nullptr, nullptr, &id); }},
+      {"cumem_unmap_subscribe", "out_subscription",
+       [&] {
+         return cumem_unmap_subscribe([](const cumem_unmap_event_t*, void*) {}, nullptr, nullptr);
+       }},
+  });
+  // Host memory needs no driver to be refused, by name.
+  CUMEM_EXPECT_ERROR(cumem_buffer_get_dmabuf(b, 0, &d), CUMEM_ERROR_NOT_SUPPORTED,
+                     "pageable host memory");
+  CUMEM_EXPECT_ERROR(cumem_unmap_unsubscribe(99), CUMEM_ERROR_NOT_FOUND, "no unmap subscription 99");
+  cumem_buffer_release(b);
+  cumem_resource_release(host);
+}

@@ -257,6 +257,14 @@ TEST(ZeroDefaults, VirtualMemoryStructsAreZeroFilled) {
   EXPECT_EQ(static_cast<int>(CUMEM_ACCESS_NONE), 0);
 }
 
+// Communication engines: the dma-buf and unmap event structs' macros.
+TEST(ZeroDefaults, CommunicationEngineStructsAreZeroFilled) {
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_dmabuf_t, CUMEM_DMABUF_INIT),
+                         zero_filled<cumem_dmabuf_t>()));
+  EXPECT_TRUE(same_bytes(CUMEM_FROM_MACRO(cumem_unmap_event_t, CUMEM_UNMAP_EVENT_INIT),
+                         zero_filled<cumem_unmap_event_t>()));
+}
+
 // The caching adaptor's options (table version 2): the _init function and
 // the macro give the zero-filled struct, which is the plain cache; a page
 // size without expandable is refused, naming both fields.

@@ -135,6 +135,8 @@ CUresult CUDAAPI fake_cuDeviceGetAttribute(int* value, CUdevice_attribute attrib
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *value = 1; break;
+    // dma-buf export (the engines fake serves cuMemGetHandleForAddressRange).
+    case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED: *value = 1; break;
     default: return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;

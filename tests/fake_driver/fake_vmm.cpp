@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -60,6 +61,13 @@ struct EventState {
   bool recorded = false;
 };
 
+// $FAKE_VMM_ALLOW_FABRIC=1: FABRIC is accepted from the start (as with an
+// IMEX channel), for answers decided once per process (the fabric probe).
+bool fabric_from_environment() {
+  const char* env = std::getenv("FAKE_VMM_ALLOW_FABRIC");
+  return env && std::strcmp(env, "1") == 0;
+}
+
 struct State {
   std::mutex mutex;
   std::map<CUmemGenericAllocationHandle, Chunk> chunks;
@@ -75,7 +83,7 @@ struct State {
   size_t granularity_minimum = size_t{64} << 10;
   size_t granularity_recommended = size_t{2} << 20;
   bool refuse_hints = false;
-  bool allow_fabric = false;
+  bool allow_fabric = fabric_from_environment();
   uint64_t memory = uint64_t{80} << 30;
   std::map<CUstream, StreamState> streams;
   std::map<CUevent, EventState*> events;
@@ -405,7 +413,15 @@ CUresult CUDAAPI fake_cuMemExportToShareableHandle(void* shareable,
   auto it = s.chunks.find(handle);
   if (!shareable || it == s.chunks.end() || it->second.released || flags != 0)
     return CUDA_ERROR_INVALID_VALUE;
-  if (type == CU_MEM_HANDLE_TYPE_FABRIC) return CUDA_ERROR_NOT_PERMITTED;
+  if (type == CU_MEM_HANDLE_TYPE_FABRIC) {
+    if (!s.allow_fabric) return CUDA_ERROR_NOT_PERMITTED;  // no IMEX channel
+    if (!(it->second.prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_FABRIC))
+      return CUDA_ERROR_INVALID_VALUE;
+    auto* fabric = static_cast<CUmemFabricHandle*>(shareable);
+    std::memset(fabric->data, 0, sizeof fabric->data);
+    std::memcpy(fabric->data, &handle, sizeof handle);
+    return CUDA_SUCCESS;
+  }
   if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
       !(it->second.prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
     return CUDA_ERROR_INVALID_VALUE;
@@ -677,9 +693,43 @@ const Entry extras[] = {
 namespace fake {
 
 void* extra_entry(const char* name) noexcept {
+  if (void* engine = engine_entry(name)) return engine;
   for (const Entry& e : extras)
     if (std::strcmp(e.name, name) == 0) return e.function;
   return nullptr;
+}
+
+bool vmm_mapping_at(uintptr_t p, VmmSpan* out) noexcept {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.mappings.upper_bound(p);
+  if (it == s.mappings.begin()) return false;
+  --it;
+  if (p >= it->first + it->second.size) return false;
+  const Chunk& c = s.chunks[it->second.handle];
+  out->base = it->first;
+  out->size = it->second.size;
+  out->location_type = static_cast<int>(c.prop.location.type);
+  out->location_id = c.prop.location.id;
+  out->handle_types = static_cast<int>(c.prop.requestedHandleTypes);
+  return true;
+}
+
+bool vmm_range_mapped(uintptr_t p, size_t n, size_t* mappings, VmmSpan* first) noexcept {
+  if (!vmm_mapping_at(p, first)) return false;
+  size_t count = 0;
+  uintptr_t at = first->base;
+  while (at < p + n) {
+    VmmSpan next;
+    if (!vmm_mapping_at(at, &next) || next.base != at) return false;
+    if (next.location_type != first->location_type || next.location_id != first->location_id ||
+        next.handle_types != first->handle_types)
+      return false;
+    at += next.size;
+    ++count;
+  }
+  *mappings = count;
+  return true;
 }
 
 }  // namespace fake
@@ -717,7 +767,7 @@ FAKE_CUDA_EXPORT void fake_vmm_reset() {
   s.granularity_minimum = size_t{64} << 10;
   s.granularity_recommended = size_t{2} << 20;
   s.refuse_hints = false;
-  s.allow_fabric = false;
+  s.allow_fabric = fabric_from_environment();
   s.memory = uint64_t{80} << 30;
 }
 

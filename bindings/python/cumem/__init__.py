@@ -795,6 +795,8 @@ from ._ipc import AllocationHandle, IpcDescriptor, ipc_receive, ipc_send  # noqa
 from ._program import ProgramOptions  # noqa: E402
 from ._dlpack import as_buffer  # noqa: E402
 from ._config import configure  # noqa: E402
+# Issue 23: communication engines.
+from ._engines import DmaBuf, UnmapSubscription, subscribe_unmap  # noqa: E402
 
 
 def get_include():
@@ -808,4 +810,4 @@ def get_include():
 
 __all__ += ["Event", "AllocationHandle", "IpcDescriptor", "ipc_send", "ipc_receive",
             "as_buffer", "configure", "set_log_level", "log_level", "set_log_callback",
-            "get_include"]
+            "get_include", "DmaBuf", "UnmapSubscription", "subscribe_unmap"]

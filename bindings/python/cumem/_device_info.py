@@ -25,7 +25,9 @@ class DeviceProperties(ctypes.Structure):
                 ("pci_domain_id", ctypes.c_int32), ("pci_bus_id", ctypes.c_int32),
                 ("pci_device_id", ctypes.c_int32), ("max_threads_per_block", ctypes.c_int32),
                 ("max_shared_memory_per_block_optin", ctypes.c_int32),
-                ("cluster_launch", ctypes.c_uint32), ("reserved0", ctypes.c_uint32)]
+                ("cluster_launch", ctypes.c_uint32), ("reserved0", ctypes.c_uint32),
+                ("fabric_export_supported", ctypes.c_uint32),
+                ("dma_buf_supported", ctypes.c_uint32)]
 
 
 class StreamOptions(ctypes.Structure):
@@ -48,14 +50,17 @@ for _name, _res, _args in [
     _lib._declare(_name, _res, *_args)
 
 _BOOLS = ("memory_pools_supported", "managed_memory", "concurrent_managed_access",
-          "virtual_memory_management", "cluster_launch")
+          "virtual_memory_management", "cluster_launch", "fabric_export_supported",
+          "dma_buf_supported")
 
 
 def properties(device):
     p = DeviceProperties(ctypes.sizeof(DeviceProperties))
     _check(lib.cumem_device_get_properties(device.handle, ctypes.byref(p)))
     out = {}
-    for name, _ in DeviceProperties._fields_[1:-1]:
+    for name, _ in DeviceProperties._fields_[1:]:
+        if name.startswith("reserved"):
+            continue
         value = getattr(p, name)
         if name == "name":
             value = value.decode("utf-8", "replace")

@@ -128,6 +128,14 @@ class Buffer(_Handle):
         _check(lib.cumem_buffer_resize(self.handle, int(new_size),
                                        _stream(stream, self._ordinal)))
 
+    def get_dmabuf(self, pcie=False):
+        """The buffer's device memory as a DmaBuf (its backing allocation,
+        rounded out to host pages, as a dma-buf fd, and the buffer's offset
+        in it), for RDMA registration (ibv_reg_dmabuf_mr); pcie: map it
+        through PCIe BAR1."""
+        from . import _engines
+        return _engines.get_dmabuf(self, _engines.DMABUF_MAPPING_PCIE if pcie else 0)
+
     def get_virtual_ipc_handle(self):
         """This virtual buffer's chunks as file descriptors, for another process."""
         from ._virtual import VirtualIpcHandle

@@ -37,6 +37,9 @@ class PageSource {
   virtual uint64_t range_size() const = 0;
   // A new range of `bytes` (a multiple of page_size()) with nothing mapped.
   virtual std::unique_ptr<PageRange> reserve(uint64_t bytes) = 0;
+  // The resource the pages are for (its id): ranges reserved from then on
+  // tell the unmap subscribers before pages are unmapped (src/unmap_events.hpp).
+  virtual void set_owner(uint64_t resource_id) { (void)resource_id; }
 };
 
 }  // namespace cumem::core::caching

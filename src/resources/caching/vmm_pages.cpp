@@ -32,8 +32,10 @@ class VmmPages final : public PageSource {
       : spec_(std::move(spec)), page_(page), range_(range) {}
   uint64_t page_size() const override { return page_; }
   uint64_t range_size() const override { return range_; }
+  void set_owner(uint64_t resource_id) override { owner_ = resource_id; }
   std::unique_ptr<PageRange> reserve(uint64_t bytes) override {
     std::unique_ptr<vmm::Range> r = vmm::Range::reserve(spec_, static_cast<size_t>(bytes));
+    r->set_owner(owner_);
     // The access list applies to every page mapped later.
     r->set_access(Location{LocationType::device, spec_->device().ordinal()},
                   vmm::Access::read_write);
@@ -43,6 +45,7 @@ class VmmPages final : public PageSource {
  private:
   std::shared_ptr<const vmm::Spec> spec_;
   uint64_t page_, range_;
+  uint64_t owner_ = 0;
 };
 
 }  // namespace

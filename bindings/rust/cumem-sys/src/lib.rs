@@ -193,6 +193,11 @@ pub struct cumem_device_properties_t {
     pub cluster_launch: cumem_bool_t,
     /// Written as 0.
     pub reserved0: u32,
+    /// Fabric handles work here (a one-granule cuMemCreate with FABRIC and
+    /// its export succeeded; asked once per device). Since 1.1.
+    pub fabric_export_supported: cumem_bool_t,
+    /// CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED (cumem_buffer_get_dmabuf). Since 1.1.
+    pub dma_buf_supported: cumem_bool_t,
 }
 impl Default for cumem_device_properties_t {
     /// CUMEM_DEVICE_PROPERTIES_INIT.
@@ -219,6 +224,8 @@ impl Default for cumem_device_properties_t {
             max_shared_memory_per_block_optin: 0,
             cluster_launch: 0,
             reserved0: 0,
+            fabric_export_supported: 0,
+            dma_buf_supported: 0,
         }
     }
 }
@@ -1952,4 +1959,98 @@ loader::functions! {
     ) -> cumem_status_t;
     pub fn cumem_kernel_native(kernel: *const cumem_kernel_t, out_native: *mut *mut c_void) -> cumem_status_t;
     pub fn cumem_framework_configure(configuration: *const c_char) -> cumem_status_t;
+}
+
+// ---------------------------------------------------------------------------
+// Communication engines: dma-buf export, unmap notifications
+// ---------------------------------------------------------------------------
+
+/// Flag of cumem_buffer_get_dmabuf: map the dma-buf through PCIe BAR1.
+pub const CUMEM_DMABUF_MAPPING_PCIE: u32 = 0x1;
+
+/// A buffer's memory as a dma-buf; `fd` is the caller's to close.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_dmabuf_t {
+    pub struct_size: u32,
+    pub fd: i32,
+    /// The buffer's first byte, from the start of the fd's range.
+    pub offset: u64,
+    /// Bytes in the fd's range, a multiple of the host page size.
+    pub length: u64,
+    /// Device address of the range's first byte.
+    pub address: u64,
+    pub device_id: i32,
+    /// The whole backing allocation (else only the chunks holding the buffer).
+    pub whole_allocation: cumem_bool_t,
+}
+impl Default for cumem_dmabuf_t {
+    /// CUMEM_DMABUF_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            fd: 0,
+            offset: 0,
+            length: 0,
+            address: 0,
+            device_id: 0,
+            whole_allocation: 0,
+        }
+    }
+}
+
+pub type cumem_unmap_reason_t = i32;
+pub const CUMEM_UNMAP_VIRTUAL: cumem_unmap_reason_t = 1;
+pub const CUMEM_UNMAP_CACHE_RELEASE: cumem_unmap_reason_t = 2;
+pub const CUMEM_UNMAP_FREE: cumem_unmap_reason_t = 3;
+pub const CUMEM_UNMAP_POOL_TRIM: cumem_unmap_reason_t = 4;
+pub const CUMEM_UNMAP_POOL_DESTROY: cumem_unmap_reason_t = 5;
+
+/// One unmap notification; read fields only up to `struct_size`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cumem_unmap_event_t {
+    pub struct_size: u32,
+    pub reason: cumem_unmap_reason_t,
+    /// 0 with size 0: the range is not known (a pool's trim or destruction).
+    pub address: u64,
+    pub size: u64,
+    pub resource_id: u64,
+    pub device_id: i32,
+    pub reserved0: u32,
+}
+impl Default for cumem_unmap_event_t {
+    /// CUMEM_UNMAP_EVENT_INIT.
+    fn default() -> Self {
+        Self {
+            struct_size: struct_size::<Self>(),
+            reason: 0,
+            address: 0,
+            size: 0,
+            resource_id: 0,
+            device_id: 0,
+            reserved0: 0,
+        }
+    }
+}
+
+/// The unmap callback: runs before the memory is given back, on the thread
+/// that gives it back, possibly under a resource's lock; it must not unwind
+/// and must call no libcumem function but cumem_unmap_unsubscribe,
+/// cumem_status_string and cumem_last_error_message.
+pub type cumem_unmap_callback_t =
+    Option<unsafe extern "C" fn(event: *const cumem_unmap_event_t, user_data: *mut c_void)>;
+
+loader::functions! {
+    pub fn cumem_buffer_get_dmabuf(
+        buffer: *const cumem_buffer_t,
+        flags: u32,
+        dmabuf: *mut cumem_dmabuf_t,
+    ) -> cumem_status_t;
+    pub fn cumem_unmap_subscribe(
+        callback: cumem_unmap_callback_t,
+        user_data: *mut c_void,
+        out_subscription: *mut u64,
+    ) -> cumem_status_t;
+    pub fn cumem_unmap_unsubscribe(subscription: u64) -> cumem_status_t;
 }

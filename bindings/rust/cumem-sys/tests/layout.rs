@@ -54,6 +54,8 @@ fn layouts() -> Vec<Layout> {
             max_threads_per_block => max_threads_per_block,
             max_shared_memory_per_block_optin => max_shared_memory_per_block_optin,
             cluster_launch => cluster_launch, reserved0 => reserved0,
+            fabric_export_supported => fabric_export_supported,
+            dma_buf_supported => dma_buf_supported,
         }),
         layout!(cumem_stream_options_t {
             struct_size => struct_size, blocking => blocking, priority => priority,
@@ -167,6 +169,15 @@ fn layouts() -> Vec<Layout> {
             bytes_pending => bytes_pending, grows_in_place => grows_in_place,
             grows_moved => grows_moved, shrinks => shrinks, chunks_created => chunks_created,
             chunks_released => chunks_released,
+        }),
+        // Communication engines.
+        layout!(cumem_dmabuf_t {
+            struct_size => struct_size, fd => fd, offset => offset, length => length,
+            address => address, device_id => device_id, whole_allocation => whole_allocation,
+        }),
+        layout!(cumem_unmap_event_t {
+            struct_size => struct_size, reason => reason, address => address, size => size,
+            resource_id => resource_id, device_id => device_id, reserved0 => reserved0,
         }),
         layout!(cumem_memory_history_options_t {
             struct_size => struct_size, stacks => stacks, max_entries => max_entries,
@@ -422,6 +433,8 @@ fn defaults_init_functions_and_zero_filled_structs_are_the_same_bytes() {
     same!(cumem_snapshot_block_t);
     same!(cumem_memory_event_t);
     same!(cumem_stack_frame_t);
+    same!(cumem_dmabuf_t);
+    same!(cumem_unmap_event_t);
 }
 
 #[test]

@@ -57,10 +57,12 @@ use std::ptr::{self, NonNull};
 pub use cumem_sys as sys;
 
 mod dlpack;
+mod engines;
 mod ipc;
 mod kernel;
 mod typed;
 pub use dlpack::DlpackOptions;
+pub use engines::{unmap_subscribe, DmaBuf, UnmapEvent, UnmapSubscription};
 pub use ipc::{ipc_receive, ipc_send, AllocationHandle, IpcDescriptor};
 pub use kernel::{launch, KernelArg, Kernel, LaunchConfig, Library, Program, ProgramOptions};
 pub use typed::DeviceRepr;
@@ -251,6 +253,11 @@ pub struct DeviceProperties {
     pub multiprocessor_count: i32,
     pub memory_pools_supported: bool,
     pub managed_memory: bool,
+    /// Fabric handles work here (the fabric probe: one granule created and
+    /// exported with the FABRIC type).
+    pub fabric_export_supported: bool,
+    /// The device's memory exports as dma-bufs (`Buffer::get_dmabuf`).
+    pub dma_buf_supported: bool,
 }
 
 impl Device {
@@ -292,6 +299,8 @@ impl Device {
             multiprocessor_count: p.multiprocessor_count,
             memory_pools_supported: p.memory_pools_supported != 0,
             managed_memory: p.managed_memory != 0,
+            fabric_export_supported: p.fabric_export_supported != 0,
+            dma_buf_supported: p.dma_buf_supported != 0,
         })
     }
 
