@@ -122,7 +122,8 @@ CUMEM_STRUCT_FIELDS(cumem_virtual_resource_options_t, "cumem_virtual_resource_op
   CUMEM_FIELD(struct_size), CUMEM_FIELD(location), CUMEM_FIELD(granularity),
   CUMEM_FIELD(handle_types), CUMEM_FIELD(gpu_direct_rdma), CUMEM_FIELD(address_hint),
   CUMEM_FIELD(alignment), CUMEM_FIELD(chunk_size), CUMEM_FIELD(reserve_size),
-  CUMEM_FIELD(peers), CUMEM_FIELD(peer_count), CUMEM_FIELD(peers_read_only))
+  CUMEM_FIELD(peers), CUMEM_FIELD(peer_count), CUMEM_FIELD(peers_read_only),
+  CUMEM_FIELD(nccl_qualified), CUMEM_FIELD(reserved0))
 
 // Read by cumem_resource_pool_set_attributes, written by _get_attributes.
 CUMEM_STRUCT_FIELDS(cumem_pool_attributes_t, "cumem_resource_pool_get_attributes() or CUMEM_POOL_ATTRIBUTES_INIT",

@@ -41,6 +41,8 @@ VirtualOptions virtual_options(const cumem_virtual_resource_options_t* options,
                 "the C handle-type bits are the driver's");
   v.spec.handle_types = o.handle_types;
   v.spec.gpu_direct_rdma = o.gpu_direct_rdma != 0;
+  v.spec.nccl_qualified = o.nccl_qualified != 0;
+  check_reserved(o.reserved0, "options->reserved0");
   v.address_hint = o.address_hint;
   v.alignment = o.alignment;
   if (o.chunk_size > SIZE_MAX)

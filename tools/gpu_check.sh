@@ -7,8 +7,11 @@
 #   tools/gpu_check.sh tests      the README's test command: every suite
 #                                 (gpu, host, python, examples), then the
 #                                 failing tests' logs
-#   tools/gpu_check.sh sanitize   compute-sanitizer memcheck over the IPC,
-#                                 framework, caching and graph programs
+#   tools/gpu_check.sh sanitize [NAME...]
+#                                 compute-sanitizer memcheck over the IPC,
+#                                 framework, caching and graph programs (or
+#                                 the gpu tests named), each split in four
+#                                 processes run side by side
 #   tools/gpu_check.sh bench      the benchmark programs (a release build)
 #   tools/gpu_check.sh workloads  the PyTorch memory workloads of bench/python
 #                                 (one process per allocator)
@@ -32,8 +35,9 @@ case "$phase" in
     ;;
   sanitize)
     [ -f build/build.ninja ] || tools/build.sh >"$out/build.log" 2>&1
-    tools/gpu_sanitize.py build memcheck "$out/sanitize" --only ipc_gpu framework_gpu \
-      framework_stream_lifetime_gpu resource_caching_gpu graph_gpu 2>&1 | tee "$out/sanitize.txt"
+    shift
+    [ $# -gt 0 ] || set -- ipc_gpu framework_gpu framework_stream_lifetime_gpu resource_caching_gpu graph_gpu
+    tools/gpu_sanitize.py build memcheck "$out/sanitize" --shards 4 --only "$@" 2>&1 | tee "$out/sanitize.txt"
     ;;
   bench)
     [ -f build-rel/build.ninja ] ||

@@ -2789,10 +2789,21 @@ typedef struct cumem_virtual_resource_options_t {
   uint32_t peer_count;
   /** The peers get read access only. Default false: read and write. */
   cumem_bool_t peers_read_only;
+  /** Memory NCCL's user guide calls a qualified allocator's (for
+   *  ncclCommRegister and ncclCommWindowRegister), with what this device
+   *  allows added to handle_types and gpu_direct_rdma: POSIX fd handles
+   *  where the device exports them, FABRIC only where its one-granule
+   *  probe succeeds (else left out, not refused: the H200s here have no
+   *  IMEX channel), GPUDirect RDMA where the device supports it with
+   *  virtual memory. What the caller asked for in handle_types and
+   *  gpu_direct_rdma is still required. Default false. */
+  cumem_bool_t nccl_qualified;
+  uint32_t reserved0; /**< must be 0 */
 } cumem_virtual_resource_options_t;
 #define CUMEM_VIRTUAL_RESOURCE_OPTIONS_INIT                                            \
   { (uint32_t)sizeof(cumem_virtual_resource_options_t), { CUMEM_LOCATION_NONE, 0 },    \
-    CUMEM_GRANULARITY_RECOMMENDED, 0u, CUMEM_FALSE, 0u, 0u, 0u, 0u, NULL, 0u, CUMEM_FALSE }
+    CUMEM_GRANULARITY_RECOMMENDED, 0u, CUMEM_FALSE, 0u, 0u, 0u, 0u, NULL, 0u, CUMEM_FALSE, \
+    CUMEM_FALSE, 0u }
 CUMEM_API void cumem_virtual_resource_options_init(cumem_virtual_resource_options_t* options);
 
 /** A virtual memory resource for `device` (kept alive), as the section

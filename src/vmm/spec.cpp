@@ -44,18 +44,28 @@ size_t read_granularity(const CUmemAllocationProp& prop, Granularity which, cons
 // One granule created and released with FABRIC among the handle types. The
 // FABRIC-capable H200s here have no IMEX channel: the driver then refuses
 // the creation (or later the export), so FABRIC is granted only on success.
-void probe_fabric(CUmemAllocationProp prop, size_t granularity, const std::string& where) {
+// Returns the driver's answer to the creation.
+CUresult probe_fabric(CUmemAllocationProp prop, size_t granularity) {
   prop.requestedHandleTypes =
       static_cast<CUmemAllocationHandleType>(prop.requestedHandleTypes | kHandleFabric);
   CUmemGenericAllocationHandle handle = 0;
   const CUresult r = CUMEM_CU_RESULT(cuMemCreate, (&handle, granularity, &prop, 0));
-  if (r != CUDA_SUCCESS)
-    fail(Status::not_supported,
-         "FABRIC handles are not usable for " + where + ": the probe (cuMemCreate of one " +
-             describe_bytes(granularity) + " granule with the FABRIC handle type) failed with " +
-             driver::describe(r) +
-             "; FABRIC needs an IMEX channel (nvidia-imex); use POSIX file descriptors instead");
-  CUMEM_CU_CLEANUP(cuMemRelease, (handle), "releasing the FABRIC probe's granule");
+  if (r == CUDA_SUCCESS)
+    CUMEM_CU_CLEANUP(cuMemRelease, (handle), "releasing the FABRIC probe's granule");
+  return r;
+}
+
+// `options` with what NCCL's qualified allocator has added, where the
+// device allows it: POSIX fd handles and GPUDirect RDMA (FABRIC is added
+// after its probe, in Spec::create). The caller's own asks stay required.
+SpecOptions qualified_for_nccl(const Device& d, const SpecOptions& options) {
+  SpecOptions o = options;
+  if (!o.nccl_qualified) return o;
+  if (optional_attribute(d, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED))
+    o.handle_types |= kHandlePosixFd;
+  if (optional_attribute(d, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED))
+    o.gpu_direct_rdma = true;
+  return o;
 }
 
 }  // namespace
@@ -86,31 +96,47 @@ std::shared_ptr<const Spec> Spec::create(Ref<Device> device, const SpecOptions& 
     require(d, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
             "cannot make virtual memory located on a host NUMA node (the driver does not "
             "report CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)");
-  if (options.handle_types & kHandlePosixFd)
+  SpecOptions o = qualified_for_nccl(d, options);
+  if (o.handle_types & kHandlePosixFd)
     require(d, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
             "cannot export virtual memory as POSIX file descriptors");
-  if (options.handle_types & kHandleFabric)
+  if (o.handle_types & kHandleFabric)
     require(d, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED,
             "cannot export virtual memory as FABRIC handles");
-  if (options.gpu_direct_rdma)
+  if (o.gpu_direct_rdma)
     require(d, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
             "does not support GPUDirect RDMA with virtual memory");
 
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location = location_of(options);
+  prop.location = location_of(o);
   // FABRIC joins only after its probe: no driver call before it sees it.
   prop.requestedHandleTypes =
-      static_cast<CUmemAllocationHandleType>(options.handle_types & kHandlePosixFd);
-  prop.allocFlags.gpuDirectRDMACapable = options.gpu_direct_rdma ? 1 : 0;
+      static_cast<CUmemAllocationHandleType>(o.handle_types & kHandlePosixFd);
+  prop.allocFlags.gpuDirectRDMACapable = o.gpu_direct_rdma ? 1 : 0;
   const std::string what = core::describe(where) + " memory";
-  const size_t granularity = read_granularity(prop, options.granularity, what);
-  if (options.handle_types & kHandleFabric) {
-    probe_fabric(prop, granularity, what);
-    prop.requestedHandleTypes =
-        static_cast<CUmemAllocationHandleType>(prop.requestedHandleTypes | kHandleFabric);
+  const size_t granularity = read_granularity(prop, o.granularity, what);
+  // FABRIC: asked for, it must pass its probe; for NCCL, it is added where
+  // the device reports fabric support and the probe passes, else left out.
+  const bool fabric_asked = (o.handle_types & kHandleFabric) != 0;
+  const bool fabric_optional =
+      !fabric_asked && o.nccl_qualified &&
+      optional_attribute(d, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED) != 0;
+  if (fabric_asked || fabric_optional) {
+    const CUresult r = probe_fabric(prop, granularity);
+    if (r == CUDA_SUCCESS) {
+      o.handle_types |= kHandleFabric;
+      prop.requestedHandleTypes =
+          static_cast<CUmemAllocationHandleType>(prop.requestedHandleTypes | kHandleFabric);
+    } else if (fabric_asked) {
+      fail(Status::not_supported,
+           "FABRIC handles are not usable for " + what + ": the probe (cuMemCreate of one " +
+               describe_bytes(granularity) + " granule with the FABRIC handle type) failed with " +
+               driver::describe(r) +
+               "; FABRIC needs an IMEX channel (nvidia-imex); use POSIX file descriptors instead");
+    }
   }
-  return std::shared_ptr<const Spec>(new Spec(std::move(device), options, prop, granularity));
+  return std::shared_ptr<const Spec>(new Spec(std::move(device), o, prop, granularity));
 }
 
 std::shared_ptr<const Spec> Spec::from_properties(Ref<Device> device,

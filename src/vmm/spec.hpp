@@ -35,6 +35,9 @@ struct SpecOptions {
   // kHandlePosixFd and/or kHandleFabric; 0: the chunks cannot be exported.
   uint32_t handle_types = 0;
   bool gpu_direct_rdma = false;
+  // Adds what NCCL's qualified allocator has and the device allows: POSIX
+  // fd handles, FABRIC after a successful probe, GPUDirect RDMA.
+  bool nccl_qualified = false;
 };
 
 class Spec {

@@ -34,3 +34,10 @@ inline cumem_resource_statistics_t statistics_of(const cumem_resource_t* resourc
   EXPECT_EQ(cumem_resource_get_statistics(resource, &s), CUMEM_SUCCESS) << cumem_last_error_message();
   return s;
 }
+
+// A buffer's address (a failure is a test failure, and null).
+inline void* buffer_address(const cumem_buffer_t* buffer) {
+  void* p = nullptr;
+  EXPECT_EQ(cumem_buffer_ptr(buffer, &p), CUMEM_SUCCESS) << cumem_last_error_message();
+  return p;
+}

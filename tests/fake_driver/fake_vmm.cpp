@@ -830,4 +830,21 @@ FAKE_CUDA_EXPORT int fake_vmm_access(const void* address, int device) {
   return fake::valid_device(device) ? it->second.access[device] : -1;
 }
 
+// What the chunk mapped at `address` was created with: its handle types and
+// whether it is GPUDirect RDMA capable; 0 when nothing is mapped there.
+FAKE_CUDA_EXPORT int fake_vmm_chunk_prop(const void* address, int* handle_types,
+                                         int* gpu_direct_rdma) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(address);
+  auto it = s.mappings.upper_bound(p);
+  if (it == s.mappings.begin()) return 0;
+  --it;
+  if (p >= it->first + it->second.size) return 0;
+  const CUmemAllocationProp& prop = s.chunks[it->second.handle].prop;
+  *handle_types = static_cast<int>(prop.requestedHandleTypes);
+  *gpu_direct_rdma = prop.allocFlags.gpuDirectRDMACapable;
+  return 1;
+}
+
 }  // extern "C"

@@ -49,6 +49,7 @@ class FakeVmm {
     find(finish_, "fake_vmm_stream_finish");
     find(attribute_, "fake_cuda_set_attribute");
     find(access_of_, "fake_vmm_access");
+    find(chunk_prop_, "fake_vmm_chunk_prop");
   }
   ~FakeVmm() {
     if (library_) dlclose(library_);
@@ -60,7 +61,8 @@ class FakeVmm {
   std::string missing() const {
     if (!library_) return "CUMEM_LIBCUDA does not name a loadable fake driver";
     if (!counts_ || !log_ || !reset_ || !fail_ || !granularity_ || !refuse_hints_ ||
-        !allow_fabric_ || !memory_ || !busy_ || !finish_ || !attribute_ || !access_of_)
+        !allow_fabric_ || !memory_ || !busy_ || !finish_ || !attribute_ || !access_of_ ||
+        !chunk_prop_)
       return "the library named by CUMEM_LIBCUDA is not the VMM fake (fake_cuda_vmm)";
     return "";
   }
@@ -99,6 +101,11 @@ class FakeVmm {
   // The access flags (CU_MEM_ACCESS_FLAGS_PROT_*) `device` has at `address`
   // (-1: the host's), or -1 when nothing is mapped there.
   int access_of(const void* address, int device) const { return access_of_(address, device); }
+  // The handle types and GPUDirect RDMA flag of the chunk mapped at
+  // `address`; false when nothing is mapped there.
+  bool chunk_prop(const void* address, int* handle_types, int* gpu_direct_rdma) const {
+    return chunk_prop_(address, handle_types, gpu_direct_rdma) != 0;
+  }
 
  private:
   template <class F>
@@ -118,4 +125,5 @@ class FakeVmm {
   void (*finish_)(CUstream) = nullptr;
   void (*attribute_)(int, int) = nullptr;
   int (*access_of_)(const void*, int) = nullptr;
+  int (*chunk_prop_)(const void*, int*, int*) = nullptr;
 };

@@ -537,7 +537,9 @@ class Resource(_Handle):
         location_id (the NUMA node), granularity ("recommended", "minimum"),
         handle_type (None, "posix_fd", "fabric" or a list), gpu_direct_rdma,
         addr_hint, addr_align, peers (device ordinals), peer_access ("rw",
-        "r"); and libcumem's chunk_size and reserve_size (bytes, 0: default)."""
+        "r"); and libcumem's chunk_size and reserve_size (bytes, 0: default)
+        and nccl_qualified (what NCCL's qualified allocator has and the device
+        allows: POSIX fd, FABRIC after its probe, GPUDirect RDMA)."""
         from . import _virtual
         d = _device(device)
         o, keep = _virtual.options(d, **options)

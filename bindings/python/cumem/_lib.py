@@ -122,7 +122,8 @@ class VirtualResourceOptions(ctypes.Structure):
                 ("gpu_direct_rdma", ctypes.c_uint32), ("address_hint", ctypes.c_uint64),
                 ("alignment", ctypes.c_uint64), ("chunk_size", ctypes.c_uint64),
                 ("reserve_size", ctypes.c_uint64), ("peers", ctypes.POINTER(ctypes.c_int32)),
-                ("peer_count", ctypes.c_uint32), ("peers_read_only", ctypes.c_uint32)]
+                ("peer_count", ctypes.c_uint32), ("peers_read_only", ctypes.c_uint32),
+                ("nccl_qualified", ctypes.c_uint32), ("reserved0", ctypes.c_uint32)]
 
 
 class VirtualStatistics(ctypes.Structure):

@@ -17,7 +17,7 @@ ACCESS_NAMES = {v: k for k, v in ACCESS.items()}
 
 def options(device, location_type="device", location_id=0, granularity="recommended",
             handle_type=None, gpu_direct_rdma=False, addr_hint=0, addr_align=0, chunk_size=0,
-            reserve_size=0, peers=(), peer_access="rw"):
+            reserve_size=0, peers=(), peer_access="rw", nccl_qualified=False):
     """cumem_virtual_resource_options_t from cuda.core's option names.
     handle_type: None, "posix_fd", "fabric" or a list of them."""
     if location_type not in LOCATION_TYPES:
@@ -48,6 +48,7 @@ def options(device, location_type="device", location_id=0, granularity="recommen
         o.peers = ctypes.cast(keep, ctypes.POINTER(ctypes.c_int32))
     o.peer_count = len(ordinals)
     o.peers_read_only = 1 if peer_access == "r" else 0
+    o.nccl_qualified = 1 if nccl_qualified else 0
     return o, keep
 
 

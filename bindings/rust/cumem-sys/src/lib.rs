@@ -1111,6 +1111,8 @@ pub struct cumem_virtual_resource_options_t {
     pub peers: *const i32,
     pub peer_count: u32,
     pub peers_read_only: cumem_bool_t,
+    pub nccl_qualified: cumem_bool_t,
+    pub reserved0: u32,
 }
 impl Default for cumem_virtual_resource_options_t {
     /// CUMEM_VIRTUAL_RESOURCE_OPTIONS_INIT.
@@ -1128,6 +1130,8 @@ impl Default for cumem_virtual_resource_options_t {
             peers: core::ptr::null(),
             peer_count: 0,
             peers_read_only: CUMEM_FALSE,
+            nccl_qualified: CUMEM_FALSE,
+            reserved0: 0,
         }
     }
 }

@@ -161,7 +161,8 @@ fn layouts() -> Vec<Layout> {
             handle_types => handle_types, gpu_direct_rdma => gpu_direct_rdma,
             address_hint => address_hint, alignment => alignment, chunk_size => chunk_size,
             reserve_size => reserve_size, peers => peers, peer_count => peer_count,
-            peers_read_only => peers_read_only,
+            peers_read_only => peers_read_only, nccl_qualified => nccl_qualified,
+            reserved0 => reserved0,
         }),
         layout!(cumem_virtual_statistics_t {
             struct_size => struct_size, reserved0 => reserved0, granularity => granularity,

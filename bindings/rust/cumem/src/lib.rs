@@ -777,6 +777,9 @@ pub struct VirtualOptions {
     /// Device ordinals given access besides the resource's own.
     pub peers: Vec<i32>,
     pub peers_read_only: bool,
+    /// What NCCL's qualified allocator has and the device allows: POSIX fd
+    /// handles, FABRIC after its probe, GPUDirect RDMA (`nccl_qualified`).
+    pub nccl_qualified: bool,
 }
 
 impl Default for VirtualOptions {
@@ -792,6 +795,7 @@ impl Default for VirtualOptions {
             reserve_size: 0,
             peers: Vec::new(),
             peers_read_only: false,
+            nccl_qualified: false,
         }
     }
 }
@@ -844,6 +848,7 @@ impl Resource {
             peers: if options.peers.is_empty() { ptr::null() } else { options.peers.as_ptr() },
             peer_count: options.peers.len() as u32,
             peers_read_only: options.peers_read_only as u32,
+            nccl_qualified: options.nccl_qualified as u32,
             ..Default::default()
         };
         // SAFETY: live device; the options and the peers outlive the call
