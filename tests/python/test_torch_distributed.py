@@ -80,4 +80,5 @@ try:
     run([test_collectives_on_libcumem_tensors, test_a_mem_pool_registered_with_nccl])
 finally:
     dist.destroy_process_group()
-    os.unlink(store_file.name)
+    if os.path.exists(store_file.name):  # the FileStore removes it at its end
+        os.unlink(store_file.name)

@@ -155,6 +155,7 @@ cca::SnapshotInfo Allocator::snapshot(MempoolId_t mempool_id, bool include_trace
   }
   for (const PoolBlock& pb : pool_blocks) {
     c10::CachingDeviceAllocator::SegmentInfo out;
+    out.registration_counter = 0;  // never registered with NCCL (ProcessGroupNCCL asserts >= 0)
     out.device = static_cast<c10::DeviceIndex>(pb.device);
     out.address = reinterpret_cast<uintptr_t>(pb.ptr);
     out.stream = pb.stream;
@@ -189,6 +190,7 @@ cca::SnapshotInfo Allocator::snapshot(MempoolId_t mempool_id, bool include_trace
         for (const auto& [ptr, r] : shard.records) {
           if (r.resource != source.resource || r.pool || r.device != device) continue;
           c10::CachingDeviceAllocator::SegmentInfo out;
+          out.registration_counter = 0;  // never registered with NCCL (ProcessGroupNCCL asserts >= 0)
           out.device = static_cast<c10::DeviceIndex>(device);
           out.address = reinterpret_cast<uintptr_t>(ptr);
           out.stream = r.stream;
@@ -217,6 +219,7 @@ cca::SnapshotInfo Allocator::snapshot(MempoolId_t mempool_id, bool include_trace
       s = cumem_snapshot_get_segment(snap, i, &seg);
       if (s != CUMEM_SUCCESS || seg.resource_id != top.id) continue;
       c10::CachingDeviceAllocator::SegmentInfo out;
+      out.registration_counter = 0;  // never registered with NCCL (ProcessGroupNCCL asserts >= 0)
       out.device = static_cast<c10::DeviceIndex>(device);
       out.address = seg.address;
       out.stream = reinterpret_cast<void*>(seg.stream);
