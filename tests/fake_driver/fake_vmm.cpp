@@ -688,6 +688,15 @@ const Entry extras[] = {
 };
 #undef FAKE_ENTRY
 
+// The mapping holding `address` (s.mutex held), or null.
+const Mapping* mapping_containing(State& s, const void* address) {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(address);
+  auto it = s.mappings.upper_bound(p);
+  if (it == s.mappings.begin()) return nullptr;
+  --it;
+  return p < it->first + it->second.size ? &it->second : nullptr;
+}
+
 }  // namespace
 
 namespace fake {
@@ -821,13 +830,10 @@ FAKE_CUDA_EXPORT void fake_vmm_stream_finish(CUstream stream) {
 FAKE_CUDA_EXPORT int fake_vmm_access(const void* address, int device) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  const uintptr_t p = reinterpret_cast<uintptr_t>(address);
-  auto it = s.mappings.upper_bound(p);
-  if (it == s.mappings.begin()) return -1;
-  --it;
-  if (p >= it->first + it->second.size) return -1;
-  if (device < 0) return it->second.host_access;
-  return fake::valid_device(device) ? it->second.access[device] : -1;
+  const Mapping* m = mapping_containing(s, address);
+  if (!m) return -1;
+  if (device < 0) return m->host_access;
+  return fake::valid_device(device) ? m->access[device] : -1;
 }
 
 // What the chunk mapped at `address` was created with: its handle types and
@@ -836,12 +842,9 @@ FAKE_CUDA_EXPORT int fake_vmm_chunk_prop(const void* address, int* handle_types,
                                          int* gpu_direct_rdma) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  const uintptr_t p = reinterpret_cast<uintptr_t>(address);
-  auto it = s.mappings.upper_bound(p);
-  if (it == s.mappings.begin()) return 0;
-  --it;
-  if (p >= it->first + it->second.size) return 0;
-  const CUmemAllocationProp& prop = s.chunks[it->second.handle].prop;
+  const Mapping* m = mapping_containing(s, address);
+  if (!m) return 0;
+  const CUmemAllocationProp& prop = s.chunks[m->handle].prop;
   *handle_types = static_cast<int>(prop.requestedHandleTypes);
   *gpu_direct_rdma = prop.allocFlags.gpuDirectRDMACapable;
   return 1;
