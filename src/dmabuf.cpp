@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 
 #include "buffer.hpp"
@@ -35,11 +36,6 @@ std::string hex(uintptr_t v) {
 
 std::string span_text(const DmaBufSpan& s) {
   return describe_bytes(s.size) + " at " + hex(s.base);
-}
-
-size_t host_page() {
-  const long page = sysconf(_SC_PAGESIZE);
-  return page > 0 ? static_cast<size_t>(page) : size_t{4096};
 }
 
 // `s` rounded out to whole host pages.
@@ -92,7 +88,7 @@ DmaBuf export_ranges(const DmaBufRanges& ranges, uintptr_t first, size_t bytes, 
   if (!ranges.device)
     fail(Status::internal, "the memory's device is unknown (" + ranges.what + ")");
   const Device& device = *ranges.device;
-  const size_t page = host_page();
+  const size_t page = host_page_size();
   ScopedContext scope(device);
   RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   check_device(device);
@@ -110,20 +106,33 @@ DmaBuf export_ranges(const DmaBufRanges& ranges, uintptr_t first, size_t bytes, 
                    ? ""
                    : ", rounded out to host pages of " + std::to_string(page) + " bytes") +
               ")";
-    if (ranges.chunks.size == 0) fail(status_of(r), refused);
-    // The driver may refuse a range over several chunks: the chunks that
-    // hold the buffer alone.
-    const DmaBufSpan chunks = page_aligned(ranges.chunks, page);
-    const CUresult again = try_export(chunks, flags, &fd);
+    // The driver may refuse a range over several chunks (virtual memory),
+    // or one whose first page it counts as the allocation before it (the
+    // allocation starts inside a page): the chunks, or else the pages,
+    // that hold the buffer alone.
+    const bool by_chunks = ranges.chunks.size != 0;
+    const DmaBufSpan alone = page_aligned(by_chunks ? ranges.chunks : DmaBufSpan{first, bytes}, page);
+    const size_t into_page = static_cast<size_t>(ranges.whole.base & (page - 1));
+    const std::string shared_page =
+        into_page == 0 ? ""
+                       : ": the allocation starts " + std::to_string(into_page) +
+                             " bytes into a host page, which the driver counts as the allocation "
+                             "before it (another allocator sharing the pool, as cudaMallocAsync "
+                             "on the device's default pool, can leave it so); export buffers of "
+                             "a pool of their own (a device resource with new_pool) or of a "
+                             "virtual resource";
+    if (alone.base == whole.base && alone.size == whole.size)
+      fail(status_of(r), refused + shared_page);
+    const CUresult again = try_export(alone, flags, &fd);
     if (again != CUDA_SUCCESS)
       fail(status_of(again),
-           refused + "; the chunks that hold the buffer alone (" + span_text(chunks) +
-               ") were refused too, with " + driver::describe(again) +
-               (r == CUDA_ERROR_INVALID_VALUE && again == CUDA_ERROR_INVALID_VALUE
+           refused + "; the " + (by_chunks ? "chunks" : "pages") + " that hold the buffer alone (" +
+               span_text(alone) + ") were refused too, with " + driver::describe(again) +
+               (by_chunks && r == CUDA_ERROR_INVALID_VALUE && again == CUDA_ERROR_INVALID_VALUE
                     ? ": the driver takes no range over several chunks here, so make the "
                       "buffer fit in one chunk (a chunk_size of at least the buffer's size)"
-                    : ""));
-    used = chunks;
+                    : shared_page));
+    used = alone;
     whole_allocation = false;
   }
   if (fd < 0)
@@ -146,6 +155,20 @@ DmaBuf export_ranges(const DmaBufRanges& ranges, uintptr_t first, size_t bytes, 
 }
 
 }  // namespace
+
+size_t host_page_size() {
+  static const size_t page = [] {
+    const long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<size_t>(p) : size_t{4096};
+  }();
+  return page;
+}
+
+size_t whole_host_pages(size_t size) noexcept {
+  const size_t page = host_page_size();
+  if (size > SIZE_MAX - (page - 1)) return size;
+  return (size + page - 1) & ~(page - 1);
+}
 
 DmaBufSpan driver_allocation(const Device& device, uintptr_t first, size_t bytes,
                              const std::string& what) {

@@ -49,7 +49,7 @@ Ref<AllocationHandle> AllocationHandle::from_pid(const uint8_t* pool_descriptor,
   if (pool.type != IpcType::pool)
     fail(Status::invalid_argument, "the descriptor is " + describe(pool) +
                                        ", not the descriptor of a pool");
-  return take(fd_from_pid(pid, remote_fd), pool);
+  return take(fd_from_pid(pid, remote_fd, pool.exporter_pid), pool);
 }
 
 int AllocationHandle::dup_fd() const { return duplicate_fd(fd_, "an allocation handle"); }

@@ -9,7 +9,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "../error.hpp"
 #include "../system_error.hpp"
@@ -381,19 +384,69 @@ ReceivedMessage receive_message(int socket, uint32_t max_count) {
   return out;
 }
 
-int fd_from_pid(int pid, int remote_fd) {
+namespace {
+
+// The NSpid line of a /proc/<pid>/status file: the process's pid in each
+// PID namespace, from /proc's to its own; empty when unreadable.
+std::vector<long> namespace_pids(const std::string& status_path) {
+  std::ifstream in(status_path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("NSpid:", 0) != 0) continue;
+    std::istringstream fields(line.substr(6));
+    std::vector<long> pids;
+    long v = 0;
+    while (fields >> v) pids.push_back(v);
+    return pids;
+  }
+  return {};
+}
+
+// What to do instead, for every refusal that PID namespaces can explain.
+constexpr const char* kAcrossNamespaces =
+    "; a process in another PID namespace (another container) is not reachable by pid: "
+    "send the file descriptor over a Unix socket instead (cumem_ipc_send and cumem_ipc_recv "
+    "work across PID namespaces)";
+
+// Refuses `pid` when /proc says that it is not the process that calls
+// itself `exporter_pid`: the same number names different processes in
+// different PID namespaces. /proc/<pid>/status's NSpid lists the process's
+// pid in each namespace from /proc's to its own; the last is what its
+// getpid() said when it exported. Skipped when /proc is not of this
+// process's namespace (a new namespace without a new /proc) or says nothing.
+void check_exporter(int pid, uint32_t exporter_pid, const std::string& what) {
+  const std::vector<long> self = namespace_pids("/proc/self/status");
+  if (self.empty() || self.front() != static_cast<long>(getpid())) return;
+  const std::vector<long> target = namespace_pids("/proc/" + std::to_string(pid) + "/status");
+  if (target.empty()) return;  // gone, or no NSpid: pidfd_open says which
+  if (target.back() == static_cast<long>(exporter_pid)) return;
+  fail(Status::invalid_argument,
+       what + "process " + std::to_string(pid) + " is not the process that exported the pool: "
+              "the descriptor was made by pid " + std::to_string(exporter_pid) +
+              " of the exporter's PID namespace, and process " + std::to_string(pid) +
+              " is pid " + std::to_string(target.back()) +
+              " in its own (a wrong pid, or an exporter in another PID namespace, where pids "
+              "name other processes)" + kAcrossNamespaces);
+}
+
+}  // namespace
+
+int fd_from_pid(int pid, int remote_fd, uint32_t exporter_pid) {
   const std::string what = "taking fd " + std::to_string(remote_fd) + " of process " +
                            std::to_string(pid) + ": ";
   if (pid <= 0) fail(Status::invalid_argument, what + "pid " + std::to_string(pid) + " is not a process id");
   if (remote_fd < 0)
     fail(Status::invalid_argument, what + std::to_string(remote_fd) + " is not a file descriptor");
+  check_exporter(pid, exporter_pid, what);
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));  // close-on-exec
   if (pidfd < 0) {
     const int e = errno;
     if (e == ENOSYS) fail(Status::not_supported, what + "the kernel has no pidfd_open (Linux 5.3+)");
     if (e == EMFILE || e == ENFILE) fail_errno(e, what + "pidfd_open", Status::invalid_state);
-    if (e == ESRCH) fail(Status::invalid_argument, what + "no process " + std::to_string(pid));
+    if (e == ESRCH)
+      fail(Status::invalid_argument,
+           what + "no process " + std::to_string(pid) + " in this PID namespace" + kAcrossNamespaces);
     if (e == EINVAL)
       fail(Status::invalid_argument,
            what + "pid " + std::to_string(pid) + " is not a process (a thread id?)");
@@ -413,9 +466,11 @@ int fd_from_pid(int pid, int remote_fd) {
       fail(Status::not_supported,
            what + "not permitted: pidfd_getfd needs ptrace permission over the process (the same "
                   "user and /proc/sys/kernel/yama/ptrace_scope 0, or the exporter allowing it "
-                  "with prctl(PR_SET_PTRACER), or CAP_SYS_PTRACE), or a seccomp filter forbids it");
+                  "with prctl(PR_SET_PTRACER), or CAP_SYS_PTRACE), or a seccomp filter forbids "
+                  "it" + kAcrossNamespaces);
     case ESRCH:
-      fail(Status::invalid_argument, what + "no process " + std::to_string(pid));
+      fail(Status::invalid_argument,
+           what + "no process " + std::to_string(pid) + " in this PID namespace (it exited)");
     case EBADF:
       fail(Status::invalid_argument, what + "process " + std::to_string(pid) + " has no open fd " +
                                          std::to_string(remote_fd));

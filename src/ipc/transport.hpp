@@ -43,7 +43,10 @@ ReceivedMessage receive_message(int socket, uint32_t max_count);
 
 // Duplicates file descriptor `remote_fd` of process `pid` into this process
 // (pidfd_open + pidfd_getfd, Linux 5.6+; needs ptrace permission over `pid`).
-// Returns a new close-on-exec fd owned by the caller.
-int fd_from_pid(int pid, int remote_fd);
+// Returns a new close-on-exec fd owned by the caller. Refuses, first, a
+// process that /proc says is not the one that calls itself `exporter_pid`
+// (the descriptor's: the same pid names different processes in different
+// PID namespaces).
+int fd_from_pid(int pid, int remote_fd, uint32_t exporter_pid);
 
 }  // namespace cumem::core

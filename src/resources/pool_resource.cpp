@@ -99,6 +99,14 @@ PoolResource::~PoolResource() {
   }
 }
 
+// Device memory in whole host pages (dmabuf_source.hpp), so that the
+// allocations of libcumem's pools start on pages of their own and can be
+// exported as dma-bufs; at most a page less one byte is added to each.
+// Other kinds are never exported and keep their size.
+size_t PoolResource::driver_size(size_t size) const noexcept {
+  return properties().memory_kind == MemoryKind::device ? whole_host_pages(size) : size;
+}
+
 void* PoolResource::do_allocate(size_t size, const Stream* stream) {
   if (budget_ && !budget_->try_take(size))
     fail(Status::out_of_memory, "the pool's max_size of " + describe_bytes(budget_->limit()) +
@@ -111,8 +119,8 @@ void* PoolResource::do_allocate(size_t size, const Stream* stream) {
     // capture is not invalidated (the driver counts pool calls as unsafe).
     RelaxedCaptureMode relaxed;
     CUdeviceptr ptr = 0;
-    const CUresult r =
-        CUMEM_CU_RESULT(cuMemAllocFromPoolAsync, (&ptr, size, pool_, native_or_legacy(stream)));
+    const CUresult r = CUMEM_CU_RESULT(
+        cuMemAllocFromPoolAsync, (&ptr, driver_size(size), pool_, native_or_legacy(stream)));
     if (r != CUDA_SUCCESS)
       driver::check(r, "cuMemAllocFromPoolAsync",
                     "allocating " + describe_bytes(size) + " from " + name_ + capture_note(stream));

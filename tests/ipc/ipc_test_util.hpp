@@ -4,10 +4,13 @@
 #pragma once
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -57,6 +60,58 @@ inline pid_t spawn(const std::function<int(int)>& body, int& parent_socket) {
   close(sv[1]);
   parent_socket = sv[0];
   return pid;
+}
+
+// Like fork(), with the child the first process (pid 1) of a new PID
+// namespace, as `unshare --pid --fork` starts one: returns 0 in the child;
+// in the parent the pid of a go-between process (in the parent's namespace)
+// whose exit code is the child's (wait_exit_code), with `child_here` the
+// child's pid as the parent's namespace numbers it. -1 with `error` the
+// errno of unshare(CLONE_NEWPID) (EPERM: CAP_SYS_ADMIN is needed) or fork.
+inline pid_t fork_in_new_pid_namespace(int& error, pid_t& child_here) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    error = errno;
+    return -1;
+  }
+  const pid_t between = fork();
+  if (between < 0) {
+    error = errno;
+    close(report[0]);
+    close(report[1]);
+    return -1;
+  }
+  if (between == 0) {
+    close(report[0]);
+    int e = unshare(CLONE_NEWPID) == 0 ? 0 : errno;
+    pid_t child = -1;
+    if (e == 0) {
+      child = fork();
+      if (child < 0) e = errno;
+    }
+    if (child == 0) {
+      close(report[1]);
+      return 0;
+    }
+    const int sent[2] = {e, static_cast<int>(child)};
+    if (write(report[1], sent, sizeof sent) != static_cast<ssize_t>(sizeof sent)) _exit(125);
+    close(report[1]);
+    if (e != 0) _exit(0);
+    int status = 0;
+    if (waitpid(child, &status, 0) != child) _exit(126);
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  close(report[1]);
+  int got[2] = {EIO, -1};
+  const ssize_t n = read(report[0], got, sizeof got);
+  close(report[0]);
+  if (n != static_cast<ssize_t>(sizeof got) || got[0] != 0) {
+    error = n == static_cast<ssize_t>(sizeof got) ? got[0] : EIO;
+    waitpid(between, nullptr, 0);
+    return -1;
+  }
+  child_here = static_cast<pid_t>(got[1]);
+  return between;
 }
 
 inline int wait_exit_code(pid_t pid) {

@@ -33,6 +33,32 @@ pid_t start_child(const char* role, int& socket) {
   return pid;
 }
 
+// As start_child, with the child pid 1 of a new PID namespace (as in
+// another container); -1 with `skip` saying why where that is not allowed.
+pid_t start_child_in_new_pid_namespace(const char* role, int& socket, std::string& skip) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return -1;
+  int error = 0;
+  pid_t child_here = -1;
+  const pid_t between = fork_in_new_pid_namespace(error, child_here);
+  if (between == 0) {
+    if (getpid() != 1) _exit(90);
+    const int fd = dup(sv[1]);  // without close-on-exec
+    const std::string fd_text = std::to_string(fd);
+    execl(self_path, self_path, "--ipc-child", role, fd_text.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(sv[1]);
+  if (between < 0) {
+    close(sv[0]);
+    skip = std::string("cannot start a process in a new PID namespace (unshare(CLONE_NEWPID) "
+                       "needs CAP_SYS_ADMIN): ") + std::strerror(error);
+    return -1;
+  }
+  socket = sv[0];
+  return between;
+}
+
 bool read_exact(int fd, void* data, size_t n) {
   auto* p = static_cast<char*>(data);
   while (n > 0) {
@@ -485,6 +511,29 @@ class IpcGpu : public ::testing::Test {
 TEST_F(IpcGpu, DevicePoolChildVerifiesAndWrites) {
   make_pool();
   run_consumer("consumer", handle);
+  release_pool();
+  EXPECT_EQ(open_fd_count(), fds_before) << "file descriptors leaked";
+}
+
+// The socket path between PID namespaces (containers): the consumer is
+// pid 1 of a namespace of its own.
+TEST_F(IpcGpu, DevicePoolChildInAnotherPidNamespaceVerifiesAndWrites) {
+  make_pool();
+  int socket = -1;
+  std::string skip;
+  const pid_t between = start_child_in_new_pid_namespace("consumer", socket, skip);
+  if (between < 0) {
+    release_pool();
+    GTEST_SKIP() << skip;
+  }
+  CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, &descriptor, 1));
+  char done = 0;
+  EXPECT_TRUE(read_exact(socket, &done, 1)) << "the consumer died before replying";
+  const char bye = 'b';
+  write_exact(socket, &bye, 1);
+  EXPECT_EQ(wait_exit_code(between), 0);
+  close(socket);
+  EXPECT_TRUE(holds(buffer, kReply, stream));
   release_pool();
   EXPECT_EQ(open_fd_count(), fds_before) << "file descriptors leaked";
 }

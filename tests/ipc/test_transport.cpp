@@ -438,7 +438,7 @@ TEST(TransportArguments, AreChecked) {
 TEST(FdFromPid, TakesAnFdOfThisProcess) {
   const int memfd = make_memfd("own");
   int fd = -1;
-  SKIP_IF_NOT_SUPPORTED(fd = cumem::core::fd_from_pid(getpid(), memfd));
+  SKIP_IF_NOT_SUPPORTED(fd = cumem::core::fd_from_pid(getpid(), memfd, getpid()));
   ASSERT_GE(fd, 0);
   EXPECT_NE(fd, memfd);
   EXPECT_TRUE(same_file(fd, memfd));
@@ -466,7 +466,7 @@ TEST(FdFromPid, TakesAnFdOfAChild) {
     ADD_FAILURE() << "the child did not report its fd";
   } else {
     try {
-      fd = cumem::core::fd_from_pid(child, remote);
+      fd = cumem::core::fd_from_pid(child, remote, child);
     } catch (const Error& e) {
       if (e.status() != Status::not_supported) ADD_FAILURE() << e.what();
       skip = e.what();
@@ -490,22 +490,40 @@ TEST(FdFromPid, NamesAMissingProcessOrFd) {
   ASSERT_GE(child, 0);
   if (child == 0) _exit(0);
   ASSERT_EQ(waitpid(child, nullptr, 0), child);
-  Failure f = failure_of([&] { cumem::core::fd_from_pid(child, 0); });
+  Failure f = failure_of([&] { cumem::core::fd_from_pid(child, 0, child); });
   if (f.status == Status::not_supported) GTEST_SKIP() << f.message;
   EXPECT_EQ(f.status, Status::invalid_argument);
-  EXPECT_HAS(f.message, "no process " + std::to_string(child));
+  EXPECT_HAS(f.message, "no process " + std::to_string(child) + " in this PID namespace");
+  EXPECT_HAS(f.message, "cumem_ipc_send");
 
   // A high number, not one just closed: fd_from_pid's own pidfd would take that.
   const int unused = 4000;
   ASSERT_EQ(fcntl(unused, F_GETFD), -1);
-  f = failure_of([&] { cumem::core::fd_from_pid(getpid(), unused); });
+  f = failure_of([&] { cumem::core::fd_from_pid(getpid(), unused, getpid()); });
   EXPECT_EQ(f.status, Status::invalid_argument);
   EXPECT_HAS(f.message, "process " + std::to_string(getpid()) + " has no open fd 4000");
 
-  f = failure_of([&] { cumem::core::fd_from_pid(0, 1); });
+  f = failure_of([&] { cumem::core::fd_from_pid(0, 1, 1); });
   EXPECT_HAS(f.message, "pid 0 is not a process id");
-  f = failure_of([&] { cumem::core::fd_from_pid(getpid(), -1); });
+  f = failure_of([&] { cumem::core::fd_from_pid(getpid(), -1, getpid()); });
   EXPECT_HAS(f.message, "-1 is not a file descriptor");
+}
+
+// The descriptor names the exporter by the pid it has in its own PID
+// namespace; a process that /proc says has another pid there is refused
+// before any fd is taken (the same number names other processes in other
+// namespaces).
+TEST(FdFromPid, RefusesAProcessThatIsNotTheExporter) {
+  const int memfd = make_memfd("own");
+  const uint32_t other = static_cast<uint32_t>(getpid()) + 1;
+  Failure f = failure_of([&] { cumem::core::fd_from_pid(getpid(), memfd, other); });
+  EXPECT_EQ(f.status, Status::invalid_argument);
+  EXPECT_HAS(f.message, "process " + std::to_string(getpid()) +
+                            " is not the process that exported the pool");
+  EXPECT_HAS(f.message, "made by pid " + std::to_string(other));
+  EXPECT_HAS(f.message, "another PID namespace");
+  EXPECT_HAS(f.message, "cumem_ipc_send");
+  ::close(memfd);
 }
 
 }  // namespace
