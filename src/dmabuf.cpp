@@ -107,31 +107,33 @@ DmaBuf export_ranges(const DmaBufRanges& ranges, uintptr_t first, size_t bytes, 
                    : ", rounded out to host pages of " + std::to_string(page) + " bytes") +
               ")";
     // The driver may refuse a range over several chunks (virtual memory),
-    // or one whose first page it counts as the allocation before it (the
-    // allocation starts inside a page): the chunks, or else the pages,
-    // that hold the buffer alone.
+    // and refuses some pool allocations: on the H200 a 20 MiB allocation
+    // that the default pool placed right after a 1 MiB one was refused
+    // whole and by its first 3 MiB, the 1 MiB one taken (most likely a
+    // range over two of the pool's physical allocations). The chunks, or
+    // else the pages, that hold the buffer alone.
     const bool by_chunks = ranges.chunks.size != 0;
     const DmaBufSpan alone = page_aligned(by_chunks ? ranges.chunks : DmaBufSpan{first, bytes}, page);
-    const size_t into_page = static_cast<size_t>(ranges.whole.base & (page - 1));
-    const std::string shared_page =
-        into_page == 0 ? ""
-                       : ": the allocation starts " + std::to_string(into_page) +
-                             " bytes into a host page, which the driver counts as the allocation "
-                             "before it (another allocator sharing the pool, as cudaMallocAsync "
-                             "on the device's default pool, can leave it so); export buffers of "
-                             "a pool of their own (a device resource with new_pool) or of a "
-                             "virtual resource";
+    const std::string pool_hint =
+        ranges.is_pool
+            ? ": the driver refuses pool memory that spans two of the pool's physical "
+              "allocations (most likely here: a pool that grows after earlier allocations "
+              "places a large one across them); export buffers of a pool of their own (a "
+              "device resource with new_pool) allocated first, or of a virtual resource"
+            : "";
     if (alone.base == whole.base && alone.size == whole.size)
-      fail(status_of(r), refused + shared_page);
+      fail(status_of(r), refused + (r == CUDA_ERROR_INVALID_VALUE ? pool_hint : ""));
     const CUresult again = try_export(alone, flags, &fd);
     if (again != CUDA_SUCCESS)
       fail(status_of(again),
            refused + "; the " + (by_chunks ? "chunks" : "pages") + " that hold the buffer alone (" +
                span_text(alone) + ") were refused too, with " + driver::describe(again) +
-               (by_chunks && r == CUDA_ERROR_INVALID_VALUE && again == CUDA_ERROR_INVALID_VALUE
-                    ? ": the driver takes no range over several chunks here, so make the "
-                      "buffer fit in one chunk (a chunk_size of at least the buffer's size)"
-                    : shared_page));
+               (r != CUDA_ERROR_INVALID_VALUE || again != CUDA_ERROR_INVALID_VALUE
+                    ? ""
+                    : by_chunks ? ": the driver takes no range over several chunks here, so make "
+                                  "the buffer fit in one chunk (a chunk_size of at least the "
+                                  "buffer's size)"
+                                : pool_hint));
     used = alone;
     whole_allocation = false;
   }
@@ -162,12 +164,6 @@ size_t host_page_size() {
     return p > 0 ? static_cast<size_t>(p) : size_t{4096};
   }();
   return page;
-}
-
-size_t whole_host_pages(size_t size) noexcept {
-  const size_t page = host_page_size();
-  if (size > SIZE_MAX - (page - 1)) return size;
-  return (size + page - 1) & ~(page - 1);
 }
 
 DmaBufSpan driver_allocation(const Device& device, uintptr_t first, size_t bytes,

@@ -30,6 +30,7 @@ struct DmaBufRanges {
   // driver refuses `whole` (a range over several chunks). Empty when there
   // is nothing smaller than `whole` to try.
   DmaBufSpan chunks;
+  bool is_pool = false;  // memory of a cuMemPool (for the messages)
   std::string what;   // "the pool allocation", ... for messages
 };
 
@@ -52,16 +53,8 @@ class DmaBufSource {
 DmaBufRanges dmabuf_ranges_of(const Resource& resource, void* ptr, size_t size, uintptr_t first,
                               size_t bytes);
 
-// The host page size: dma-buf ranges are whole host pages, and the driver
-// finds the allocation of a range by its first page.
+// The host page size: dma-buf ranges are whole host pages.
 size_t host_page_size();
-
-// `size` rounded up to whole host pages (as it is when that would pass
-// SIZE_MAX: the driver refuses such a size anyway). Device memory that can
-// be exported is asked of the driver in whole pages: the driver packs small
-// allocations at 512-byte steps, and one that starts inside a page of its
-// neighbour's cannot be exported (its first page is the neighbour's).
-size_t whole_host_pages(size_t size) noexcept;
 
 // The driver's allocation that holds [first, first + bytes)
 // (cuMemGetAddressRange), in `device`'s context; `what` names the memory

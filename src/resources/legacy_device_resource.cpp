@@ -135,10 +135,7 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable, pub
     ScopedContext scope(*device_);
     RelaxedCaptureMode relaxed;  // synchronous: never captured, never invalidates
     CUdeviceptr ptr = 0;
-    // Whole host pages, so that each allocation can be exported as a
-    // dma-buf (dmabuf_source.hpp).
-    CUMEM_CU(cuMemAlloc, (&ptr, whole_host_pages(size)),
-             "allocating " + describe_bytes(size) + " with cuMemAlloc");
+    CUMEM_CU(cuMemAlloc, (&ptr, size), "allocating " + describe_bytes(size) + " with cuMemAlloc");
     return reinterpret_cast<void*>(ptr);
   }
   void free_now(void* ptr, size_t size) override {

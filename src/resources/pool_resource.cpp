@@ -99,14 +99,6 @@ PoolResource::~PoolResource() {
   }
 }
 
-// Device memory in whole host pages (dmabuf_source.hpp), so that the
-// allocations of libcumem's pools start on pages of their own and can be
-// exported as dma-bufs; at most a page less one byte is added to each.
-// Other kinds are never exported and keep their size.
-size_t PoolResource::driver_size(size_t size) const noexcept {
-  return properties().memory_kind == MemoryKind::device ? whole_host_pages(size) : size;
-}
-
 void* PoolResource::do_allocate(size_t size, const Stream* stream) {
   if (budget_ && !budget_->try_take(size))
     fail(Status::out_of_memory, "the pool's max_size of " + describe_bytes(budget_->limit()) +
@@ -119,8 +111,8 @@ void* PoolResource::do_allocate(size_t size, const Stream* stream) {
     // capture is not invalidated (the driver counts pool calls as unsafe).
     RelaxedCaptureMode relaxed;
     CUdeviceptr ptr = 0;
-    const CUresult r = CUMEM_CU_RESULT(
-        cuMemAllocFromPoolAsync, (&ptr, driver_size(size), pool_, native_or_legacy(stream)));
+    const CUresult r =
+        CUMEM_CU_RESULT(cuMemAllocFromPoolAsync, (&ptr, size, pool_, native_or_legacy(stream)));
     if (r != CUDA_SUCCESS)
       driver::check(r, "cuMemAllocFromPoolAsync",
                     "allocating " + describe_bytes(size) + " from " + name_ + capture_note(stream));
@@ -183,6 +175,7 @@ DmaBufRanges PoolResource::dmabuf_ranges(void*, size_t, uintptr_t first, size_t 
   DmaBufRanges r;
   r.device = device_.get();
   r.what = "the allocation of " + describe();
+  r.is_pool = true;
   r.whole = driver_allocation(*device_, first, bytes, r.what);
   return r;
 }

@@ -77,8 +77,6 @@ class PoolResource : public Resource,
   std::string usage_details() const override;
 
  private:
-  // What is asked of the driver for `size` bytes (do_allocate).
-  size_t driver_size(size_t size) const noexcept;
   // unmap::Reason pool_trim or pool_destroy (an int: the header stays
   // free of unmap_events.hpp).
   void notify_pool(int reason) const noexcept;

@@ -87,8 +87,17 @@ TEST_F(EnginesGpu, TenThousandDmabufExportsOfEveryKindLeaveNoFd) {
   cumem_resource_t* vr = nullptr;
   CUMEM_ASSERT_OK(cumem_virtual_resource_create(device, &vo, &vr));
   k.resources.push_back(vr);
+  // The cache over a pool of its own, whose first allocation is its
+  // segment: over the default pool, after the 1 MiB buffer, the driver
+  // refused the segment (it most likely spans two of the pool's physical
+  // allocations; export_ranges says so).
+  cumem_pool_options_t own = CUMEM_POOL_OPTIONS_INIT;
+  own.new_pool = CUMEM_TRUE;
+  cumem_resource_t* cache_pool = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, &own, &cache_pool));
+  k.resources.push_back(cache_pool);
   cumem_resource_t* cache = nullptr;
-  CUMEM_ASSERT_OK(cumem_caching_resource_create(pool, &cache));
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(cache_pool, &cache));
   k.resources.push_back(cache);
   k.buffers = {allocate(pool, 1 * kMiB + 100), allocate(legacy, 5000), allocate(vr, 8 * kMiB),
                allocate(cache, 3 * kMiB), allocate(cache, 3 * kMiB)};

@@ -15,9 +15,7 @@
 // dma-buf export keeps the real driver's rules (cuda.h,
 // cuMemGetHandleForAddressRange): CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED of
 // the memory's device, a start and size at the host page size, the range
-// inside one segment of device memory, starting in a live allocation and
-// ending by that allocation's end rounded up to a page (what the H200
-// showed), or (virtual memory) mapped without a
+// inside one segment of device memory, or (virtual memory) mapped without a
 // gap by chunks with one set of properties; anything else is
 // CUDA_ERROR_INVALID_VALUE. The fd is a memfd the fake records, so that
 // tests can ask what it covers (fake_engines.hpp). A pool is never made
@@ -158,14 +156,6 @@ std::map<uintptr_t, Segment>::iterator segment_of(State& s, uintptr_t p, size_t 
   if (p < it->first || n > it->second.size || p - it->first > it->second.size - n)
     return s.segments.end();
   return it;
-}
-
-// The end of the live allocation whose bytes hold `p`, or 0 when none.
-uintptr_t end_of_allocation_holding(State& s, uintptr_t p) {
-  auto it = s.allocations.upper_bound(p);
-  if (it == s.allocations.begin()) return 0;
-  --it;
-  return p - it->first < it->second.size ? it->first + it->second.size : 0;
 }
 
 int device_attribute(CUdevice_attribute attribute, int device) {
@@ -463,15 +453,6 @@ CUresult CUDAAPI fake_cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dp
   auto seg = segment_of(s, p, size);
   if (seg != s.segments.end()) {
     if (seg->second.kind != Kind::device) return refuse(s, CUDA_ERROR_INVALID_VALUE);
-    // The range belongs to the live allocation that holds its first byte,
-    // and ends no later than that allocation's end rounded up to a page
-    // (on the H200, a range rounded out from an allocation that starts
-    // 512 bytes into a page was refused, one whose end rounded into the
-    // next allocation was taken).
-    const uintptr_t end = end_of_allocation_holding(s, p);
-    if (end == 0) return refuse(s, CUDA_ERROR_INVALID_VALUE);
-    const uintptr_t page_end = (end + page - 1) & ~(uintptr_t(page) - 1);
-    if (size > page_end - p) return refuse(s, CUDA_ERROR_INVALID_VALUE);
     device = seg->second.device;
   } else {
     lock.unlock();  // the VMM extras take their own lock

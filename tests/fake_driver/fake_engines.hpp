@@ -3,7 +3,6 @@
 // for tests. Reached through dlopen of $CUMEM_LIBCUDA, as FakeVmm is.
 #pragma once
 
-#include <cuda.h>
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -68,33 +67,8 @@ class FakeEngines {
   // With on, CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE is accepted (else
   // CUDA_ERROR_NOT_SUPPORTED, as on a platform without the BAR1 path).
   void allow_pcie(bool on) const { allow_pcie_(on ? 1 : 0); }
-  // cuMemAllocFromPoolAsync / cuMemFreeAsync of the driver itself, as
-  // another allocator of the process (cudaMallocAsync) calls them on a pool
-  // it shares with libcumem; 0 / false when the driver refuses.
-  uintptr_t driver_pool_alloc(void* pool, size_t size) const {
-    using Alloc = CUresult (*)(CUdeviceptr*, size_t, CUmemoryPool, CUstream);
-    CUdeviceptr p = 0;
-    auto alloc = reinterpret_cast<Alloc>(entry("cuMemAllocFromPoolAsync", 11020));
-    return alloc && alloc(&p, size, static_cast<CUmemoryPool>(pool), nullptr) == CUDA_SUCCESS
-               ? static_cast<uintptr_t>(p)
-               : 0;
-  }
-  bool driver_free(uintptr_t p) const {
-    using Free = CUresult (*)(CUdeviceptr, CUstream);
-    auto free_async = reinterpret_cast<Free>(entry("cuMemFreeAsync", 11020));
-    return free_async && free_async(static_cast<CUdeviceptr>(p), nullptr) == CUDA_SUCCESS;
-  }
 
  private:
-  void* entry(const char* symbol, int version) const {
-    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t,
-                                 CUdriverProcAddressQueryResult*);
-    auto get = reinterpret_cast<GetProc>(dlsym(library_, "cuGetProcAddress_v2"));
-    void* fn = nullptr;
-    CUdriverProcAddressQueryResult found{};
-    if (!get || get(symbol, &fn, version, 0, &found) != CUDA_SUCCESS) return nullptr;
-    return fn;
-  }
   template <class F>
   void find(F& f, const char* name) {
     f = reinterpret_cast<F>(dlsym(library_, name));

@@ -6,12 +6,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 
@@ -63,12 +65,14 @@ inline pid_t spawn(const std::function<int(int)>& body, int& parent_socket) {
 }
 
 // Like fork(), with the child the first process (pid 1) of a new PID
-// namespace, as `unshare --pid --fork` starts one: returns 0 in the child;
+// namespace, as `unshare --pid --fork` starts one (with `own_proc`, in a new
+// mount namespace with a /proc of its own, as `--mount-proc` and a
+// container give it; the CUDA driver needs that): returns 0 in the child;
 // in the parent the pid of a go-between process (in the parent's namespace)
 // whose exit code is the child's (wait_exit_code), with `child_here` the
 // child's pid as the parent's namespace numbers it. -1 with `error` the
 // errno of unshare(CLONE_NEWPID) (EPERM: CAP_SYS_ADMIN is needed) or fork.
-inline pid_t fork_in_new_pid_namespace(int& error, pid_t& child_here) {
+inline pid_t fork_in_new_pid_namespace(int& error, pid_t& child_here, bool own_proc = false) {
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) {
     error = errno;
@@ -83,7 +87,9 @@ inline pid_t fork_in_new_pid_namespace(int& error, pid_t& child_here) {
   }
   if (between == 0) {
     close(report[0]);
-    int e = unshare(CLONE_NEWPID) == 0 ? 0 : errno;
+    int e = unshare(own_proc ? CLONE_NEWPID | CLONE_NEWNS : CLONE_NEWPID) == 0 ? 0 : errno;
+    if (e == 0 && own_proc && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+      e = errno;
     pid_t child = -1;
     if (e == 0) {
       child = fork();
@@ -91,6 +97,11 @@ inline pid_t fork_in_new_pid_namespace(int& error, pid_t& child_here) {
     }
     if (child == 0) {
       close(report[1]);
+      if (own_proc && mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+        std::fprintf(stderr, "child: mounting /proc of the new PID namespace: %s\n",
+                     std::strerror(errno));
+        _exit(91);
+      }
       return 0;
     }
     const int sent[2] = {e, static_cast<int>(child)};

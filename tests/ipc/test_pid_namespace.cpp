@@ -24,8 +24,9 @@ bool read_exact(int fd, void* data, size_t n) {
   }
   return true;
 }
-bool write_exact(int fd, const void* data, size_t n) {
-  return write(fd, data, n) == static_cast<ssize_t>(n);
+// MSG_NOSIGNAL: a peer that died is a failed check, not a SIGPIPE.
+bool write_exact(int socket, const void* data, size_t n) {
+  return send(socket, data, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
 }
 
 // Every byte of `b` is `v`.
