@@ -106,20 +106,23 @@ DmaBuf export_ranges(const DmaBufRanges& ranges, uintptr_t first, size_t bytes, 
                    ? ""
                    : ", rounded out to host pages of " + std::to_string(page) + " bytes") +
               ")";
-    // The driver may refuse a range over several chunks (virtual memory),
-    // and refuses some pool allocations: on the H200 a 20 MiB allocation
-    // that the default pool placed right after a 1 MiB one was refused
-    // whole and by its first 3 MiB, the 1 MiB one taken (most likely a
-    // range over two of the pool's physical allocations). The chunks, or
-    // else the pages, that hold the buffer alone.
+    // The driver may refuse a range over several chunks (virtual memory).
+    // It refuses some pool allocations in every part: on the H200 (probe
+    // tools/probes/dmabuf_pool_probe.py) a 20 MiB allocation that the
+    // default pool placed right after a 1 MiB one was refused whole, by
+    // its first 4 MiB and by a 2 MiB page in its middle, while the 1 MiB
+    // one and a 64 MiB one placed after it were taken, rounded out into
+    // their neighbours' pages. The chunks, or else the pages, that hold the
+    // buffer alone are tried next.
     const bool by_chunks = ranges.chunks.size != 0;
     const DmaBufSpan alone = page_aligned(by_chunks ? ranges.chunks : DmaBufSpan{first, bytes}, page);
     const std::string pool_hint =
         ranges.is_pool
-            ? ": the driver refuses pool memory that spans two of the pool's physical "
-              "allocations (most likely here: a pool that grows after earlier allocations "
-              "places a large one across them); export buffers of a pool of their own (a "
-              "device resource with new_pool) allocated first, or of a virtual resource"
+            ? ": the driver refuses some allocations of a pool in every part (on the H200, "
+              "one that the pool placed right after an earlier allocation, most likely over "
+              "two of the pool's physical allocations); export buffers of a pool of their "
+              "own (a device resource with new_pool) allocated before anything else, or of a "
+              "virtual resource"
             : "";
     if (alone.base == whole.base && alone.size == whole.size)
       fail(status_of(r), refused + (r == CUDA_ERROR_INVALID_VALUE ? pool_hint : ""));
