@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <string>
 
 #include "test_util.hpp"
 
@@ -125,6 +126,55 @@ inline pid_t fork_in_new_pid_namespace(int& error, pid_t& child_here, bool own_p
   return between;
 }
 
+// Starts `body(socket)` as pid 1 of a new PID namespace
+// (fork_in_new_pid_namespace, with `own_proc` as there): returns the
+// go-between's pid (wait_exit_code gives the body's result), with
+// `parent_socket` the other end and `child_here` the child's pid in this
+// namespace; -1 with `skip` saying why it could not.
+inline pid_t spawn_in_new_pid_namespace(const std::function<int(int)>& body, int& parent_socket,
+                                        std::string& skip, bool own_proc = false,
+                                        pid_t* child_here = nullptr) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    skip = std::string("socketpair failed: ") + std::strerror(errno);
+    return -1;
+  }
+  int error = 0;
+  pid_t here = -1;
+  const pid_t between = fork_in_new_pid_namespace(error, here, own_proc);
+  if (between == 0) {
+    close(sv[0]);
+    if (getpid() != 1) _exit(90);  // not the first process of a namespace of its own
+    _exit(body(sv[1]));
+  }
+  close(sv[1]);
+  if (between < 0) {
+    close(sv[0]);
+    skip = std::string("cannot start a process in a new PID") + (own_proc ? " and mount" : "") +
+           " namespace (unshare needs CAP_SYS_ADMIN): " + std::strerror(error);
+    return -1;
+  }
+  if (child_here) *child_here = here;
+  parent_socket = sv[0];
+  return between;
+}
+
+// Whole reads and writes on a socket; MSG_NOSIGNAL: a peer that died is a
+// failed check, not a SIGPIPE.
+inline bool read_exact(int socket, void* data, size_t n) {
+  auto* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t r = read(socket, p, n);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+inline bool write_exact(int socket, const void* data, size_t n) {
+  return send(socket, data, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
+}
+
 inline int wait_exit_code(pid_t pid) {
   int status = 0;
   if (waitpid(pid, &status, 0) != pid) return -1;
@@ -141,3 +191,55 @@ inline int wait_exit_code(pid_t pid) {
       return code;                                                                     \
     }                                                                                  \
   } while (0)
+
+// A child's side on host-accessible memory (the host shared resource):
+// receives the pool and one descriptor, imports, opens, checks `expect` in
+// every byte, writes `reply`.
+inline int open_and_reply(int socket, unsigned char expect, unsigned char reply) {
+  cumem_allocation_handle_t* handle = nullptr;
+  cumem_ipc_descriptor_t d;
+  uint32_t count = 0;
+  CHILD_CHECK(cumem_ipc_receive(socket, &handle, &d, 1, &count), 2);
+  if (!handle || count != 1) return 3;
+  cumem_resource_t* imported = nullptr;
+  CHILD_CHECK(cumem_resource_from_allocation_handle(nullptr, handle, &imported), 4);
+  cumem_buffer_t* b = nullptr;
+  CHILD_CHECK(cumem_buffer_from_ipc_descriptor(imported, &d, nullptr, &b), 5);
+  void* p = nullptr;
+  size_t size = 0;
+  CHILD_CHECK(cumem_buffer_ptr(b, &p), 6);
+  CHILD_CHECK(cumem_buffer_size(b, &size), 6);
+  for (size_t i = 0; i < size; ++i)
+    if (static_cast<unsigned char*>(p)[i] != expect) return 7;
+  CHILD_CHECK(cumem_buffer_fill(b, reply, 1, nullptr), 8);
+  cumem_buffer_release(b);
+  cumem_resource_release(imported);
+  cumem_allocation_handle_release(handle);
+  return 0;
+}
+
+// A host shared resource (1 MiB arena) with one 4 KiB buffer holding 0x5a,
+// its pool's allocation handle and the buffer's descriptor: what the
+// exporter side of the host IPC tests starts from.
+class HostSharedExporter : public ::testing::Test {
+ protected:
+  static constexpr uint64_t kCapacity = 1 << 20;
+  static constexpr size_t kBytes = 4096;
+  void SetUp() override {
+    CUMEM_ASSERT_OK(cumem_host_shared_resource_create(kCapacity, &resource));
+    CUMEM_ASSERT_OK(cumem_resource_allocate(resource, kBytes, nullptr, &buffer));
+    CUMEM_ASSERT_OK(cumem_buffer_fill(buffer, 0x5a, 1, nullptr));
+    CUMEM_ASSERT_OK(cumem_resource_get_allocation_handle(resource, &handle));
+    CUMEM_ASSERT_OK(cumem_buffer_get_ipc_descriptor(buffer, &descriptor));
+  }
+  void TearDown() override {
+    cumem_allocation_handle_release(handle);
+    cumem_buffer_release(buffer);
+    cumem_resource_release(resource);
+  }
+
+  cumem_resource_t* resource = nullptr;
+  cumem_buffer_t* buffer = nullptr;
+  cumem_allocation_handle_t* handle = nullptr;
+  cumem_ipc_descriptor_t descriptor{};
+};

@@ -14,55 +14,14 @@ namespace {
 
 constexpr uint64_t kCapacity = 1 << 20;
 
-// A child's side: receives the pool and one descriptor, imports, opens,
-// checks `expect` in every byte, writes `reply`.
-int open_and_reply(int socket, unsigned char expect, unsigned char reply) {
-  cumem_allocation_handle_t* handle = nullptr;
-  cumem_ipc_descriptor_t d;
-  uint32_t count = 0;
-  CHILD_CHECK(cumem_ipc_receive(socket, &handle, &d, 1, &count), 2);
-  if (!handle || count != 1) return 3;
-  cumem_resource_t* imported = nullptr;
-  CHILD_CHECK(cumem_resource_from_allocation_handle(nullptr, handle, &imported), 4);
-  cumem_buffer_t* b = nullptr;
-  CHILD_CHECK(cumem_buffer_from_ipc_descriptor(imported, &d, nullptr, &b), 5);
-  void* p = nullptr;
-  size_t size = 0;
-  CHILD_CHECK(cumem_buffer_ptr(b, &p), 6);
-  CHILD_CHECK(cumem_buffer_size(b, &size), 6);
-  for (size_t i = 0; i < size; ++i)
-    if (static_cast<unsigned char*>(p)[i] != expect) return 7;
-  CHILD_CHECK(cumem_buffer_fill(b, reply, 1, nullptr), 8);
-  cumem_buffer_release(b);
-  cumem_resource_release(imported);
-  cumem_allocation_handle_release(handle);
-  return 0;
-}
-
-class HostShared : public ::testing::Test {
+class HostShared : public HostSharedExporter {
  protected:
-  void SetUp() override {
-    CUMEM_ASSERT_OK(cumem_host_shared_resource_create(kCapacity, &resource));
-    CUMEM_ASSERT_OK(cumem_resource_allocate(resource, 4096, nullptr, &buffer));
-    CUMEM_ASSERT_OK(cumem_buffer_fill(buffer, 0x5a, 1, nullptr));
-    CUMEM_ASSERT_OK(cumem_resource_get_allocation_handle(resource, &handle));
-    CUMEM_ASSERT_OK(cumem_buffer_get_ipc_descriptor(buffer, &descriptor));
-  }
-  void TearDown() override {
-    cumem_allocation_handle_release(handle);
-    cumem_buffer_release(buffer);
-    cumem_resource_release(resource);
-  }
   unsigned char byte(size_t i) {
     void* p = nullptr;
     EXPECT_EQ(cumem_buffer_ptr(buffer, &p), CUMEM_SUCCESS);
     return static_cast<unsigned char*>(p)[i];
   }
 
-  cumem_resource_t* resource = nullptr;
-  cumem_buffer_t* buffer = nullptr;
-  cumem_allocation_handle_t* handle = nullptr;
-  cumem_ipc_descriptor_t descriptor{};
 };
 
 TEST_F(HostShared, PropertiesSayWhatItIs) {

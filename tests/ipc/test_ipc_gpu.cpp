@@ -33,44 +33,18 @@ pid_t start_child(const char* role, int& socket) {
   return pid;
 }
 
-// As start_child, with the child pid 1 of a new PID namespace (as in
-// another container); -1 with `skip` saying why where that is not allowed.
+// As start_child, with the child pid 1 of new PID and mount namespaces
+// with a /proc of its own (as in another container); -1 with `skip` saying
+// why where that is not allowed.
 pid_t start_child_in_new_pid_namespace(const char* role, int& socket, std::string& skip) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return -1;
-  int error = 0;
-  pid_t child_here = -1;
-  const pid_t between = fork_in_new_pid_namespace(error, child_here, /*own_proc=*/true);
-  if (between == 0) {
-    if (getpid() != 1) _exit(90);
-    const int fd = dup(sv[1]);  // without close-on-exec
-    const std::string fd_text = std::to_string(fd);
-    execl(self_path, self_path, "--ipc-child", role, fd_text.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(sv[1]);
-  if (between < 0) {
-    close(sv[0]);
-    skip = std::string("cannot start a process in new PID and mount namespaces (unshare "
-                       "needs CAP_SYS_ADMIN): ") + std::strerror(error);
-    return -1;
-  }
-  socket = sv[0];
-  return between;
-}
-
-bool read_exact(int fd, void* data, size_t n) {
-  auto* p = static_cast<char*>(data);
-  while (n > 0) {
-    const ssize_t r = read(fd, p, n);
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
-bool write_exact(int fd, const void* data, size_t n) {
-  return write(fd, data, n) == static_cast<ssize_t>(n);
+  return spawn_in_new_pid_namespace(
+      [role](int s) {
+        const int fd = dup(s);  // without close-on-exec
+        const std::string fd_text = std::to_string(fd);
+        execl(self_path, self_path, "--ipc-child", role, fd_text.c_str(), static_cast<char*>(nullptr));
+        return 127;
+      },
+      socket, skip, /*own_proc=*/true);
 }
 
 // Copies a buffer to host memory and checks every 32-bit word.
@@ -489,6 +463,10 @@ class IpcGpu : public ::testing::Test {
     int socket = -1;
     const pid_t child = start_child(role, socket);
     ASSERT_GT(child, 0);
+    serve_consumer(child, socket, h);
+  }
+  // Sends (h, descriptor) to a started consumer and checks its reply.
+  void serve_consumer(pid_t child, int socket, const cumem_allocation_handle_t* h) {
     CUMEM_ASSERT_OK(cumem_ipc_send(socket, h, &descriptor, 1));
     char done = 0;
     EXPECT_TRUE(read_exact(socket, &done, 1)) << "the consumer died before replying";
@@ -526,14 +504,7 @@ TEST_F(IpcGpu, DevicePoolChildInAnotherPidNamespaceVerifiesAndWrites) {
     release_pool();
     GTEST_SKIP() << skip;
   }
-  CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, &descriptor, 1));
-  char done = 0;
-  EXPECT_TRUE(read_exact(socket, &done, 1)) << "the consumer died before replying";
-  const char bye = 'b';
-  write_exact(socket, &bye, 1);
-  EXPECT_EQ(wait_exit_code(between), 0);
-  close(socket);
-  EXPECT_TRUE(holds(buffer, kReply, stream));
+  serve_consumer(between, socket, handle);
   release_pool();
   EXPECT_EQ(open_fd_count(), fds_before) << "file descriptors leaked";
 }

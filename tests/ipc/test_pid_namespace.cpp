@@ -11,23 +11,6 @@
 
 namespace {
 
-constexpr uint64_t kCapacity = 1 << 20;
-constexpr size_t kBytes = 4096;
-
-bool read_exact(int fd, void* data, size_t n) {
-  auto* p = static_cast<char*>(data);
-  while (n > 0) {
-    const ssize_t r = read(fd, p, n);
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
-// MSG_NOSIGNAL: a peer that died is a failed check, not a SIGPIPE.
-bool write_exact(int socket, const void* data, size_t n) {
-  return send(socket, data, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
-}
 
 // Every byte of `b` is `v`.
 bool holds(const cumem_buffer_t* b, unsigned char v) {
@@ -55,51 +38,15 @@ uint32_t exporter_pid(const cumem_ipc_descriptor_t& d) {
          static_cast<uint32_t>(d.bytes[130]) << 16 | static_cast<uint32_t>(d.bytes[131]) << 24;
 }
 
-class PidNamespace : public ::testing::Test {
+class PidNamespace : public HostSharedExporter {
  protected:
-  void SetUp() override {
-    CUMEM_ASSERT_OK(cumem_host_shared_resource_create(kCapacity, &resource));
-    CUMEM_ASSERT_OK(cumem_resource_allocate(resource, kBytes, nullptr, &buffer));
-    CUMEM_ASSERT_OK(cumem_buffer_fill(buffer, 0x5a, 1, nullptr));
-    CUMEM_ASSERT_OK(cumem_resource_get_allocation_handle(resource, &handle));
-    CUMEM_ASSERT_OK(cumem_buffer_get_ipc_descriptor(buffer, &descriptor));
-  }
-  void TearDown() override {
-    cumem_allocation_handle_release(handle);
-    cumem_buffer_release(buffer);
-    cumem_resource_release(resource);
-  }
   // Starts `body(socket)` as pid 1 of a new PID namespace; `skip` says why
   // it could not. Returns the go-between's pid (wait_exit_code gives the
   // child's code).
   pid_t start(int (*body)(int), int& socket, std::string& skip) {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-      skip = "socketpair failed";
-      return -1;
-    }
-    int error = 0;
-    const pid_t between = fork_in_new_pid_namespace(error, child_here);
-    if (between == 0) {
-      close(sv[0]);
-      if (getpid() != 1) _exit(90);  // not in a namespace of its own
-      _exit(body(sv[1]));
-    }
-    close(sv[1]);
-    if (between < 0) {
-      close(sv[0]);
-      skip = std::string("cannot start a process in a new PID namespace (unshare(CLONE_NEWPID) "
-                         "needs CAP_SYS_ADMIN): ") + std::strerror(error);
-      return -1;
-    }
-    socket = sv[0];
-    return between;
+    return spawn_in_new_pid_namespace(body, socket, skip, /*own_proc=*/false, &child_here);
   }
 
-  cumem_resource_t* resource = nullptr;
-  cumem_buffer_t* buffer = nullptr;
-  cumem_allocation_handle_t* handle = nullptr;
-  cumem_ipc_descriptor_t descriptor{};
   pid_t child_here = -1;
 };
 
@@ -108,24 +55,7 @@ class PidNamespace : public ::testing::Test {
 TEST_F(PidNamespace, TheSocketPathWorksIntoAnotherNamespace) {
   int socket = -1;
   std::string skip;
-  const pid_t between = start(
-      [](int s) {
-        cumem_allocation_handle_t* h = nullptr;
-        cumem_ipc_descriptor_t d;
-        uint32_t count = 0;
-        CHILD_CHECK(cumem_ipc_receive(s, &h, &d, 1, &count), 2);
-        cumem_resource_t* imported = nullptr;
-        CHILD_CHECK(cumem_resource_from_allocation_handle(nullptr, h, &imported), 3);
-        cumem_buffer_t* b = nullptr;
-        CHILD_CHECK(cumem_buffer_from_ipc_descriptor(imported, &d, nullptr, &b), 4);
-        if (!holds(b, 0x5a)) return 5;
-        CHILD_CHECK(cumem_buffer_fill(b, 0xa5, 1, nullptr), 6);
-        cumem_buffer_release(b);
-        cumem_resource_release(imported);
-        cumem_allocation_handle_release(h);
-        return 0;
-      },
-      socket, skip);
+  const pid_t between = start([](int s) { return open_and_reply(s, 0x5a, 0xa5); }, socket, skip);
   if (between < 0) GTEST_SKIP() << skip;
   CUMEM_ASSERT_OK(cumem_ipc_send(socket, handle, &descriptor, 1));
   EXPECT_EQ(wait_exit_code(between), 0);
