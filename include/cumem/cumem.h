@@ -2345,10 +2345,17 @@ CUMEM_API cumem_status_t cumem_allocation_handle_from_fd(
     cumem_allocation_handle_t** out_handle);
 /** Rebuilds a handle from a pool descriptor and the number `remote_fd` of
  *  the file descriptor in process `pid`, taken with pidfd_getfd (Linux
- *  5.6+; needs permission to ptrace `pid`).
+ *  5.6+; needs permission to ptrace `pid`). `pid` is the exporter's pid in
+ *  this process's PID namespace; the descriptor holds the pid the exporter
+ *  has in its own, and a process that /proc/<pid>/status (NSpid) says is
+ *  not that one is refused before any fd is taken. Between containers
+ *  (PID namespaces that do not see each other) send the handle with
+ *  cumem_ipc_send instead.
  *  CUMEM_ERROR_NOT_SUPPORTED: the kernel lacks pidfd_getfd or permission is
  *  refused (the message says which). CUMEM_ERROR_INVALID_ARGUMENT: no such
- *  process or file descriptor, or a bad descriptor.
+ *  process in this PID namespace, a process that is not the exporter, no
+ *  such file descriptor, or a bad descriptor (the messages name PID
+ *  namespaces where they can be the cause).
  *  CUMEM_ERROR_OUT_OF_RESOURCES: this process has no file descriptor left. */
 CUMEM_API cumem_status_t cumem_allocation_handle_from_pid(
     const cumem_ipc_descriptor_t* pool_descriptor, int32_t pid, int32_t remote_fd,
