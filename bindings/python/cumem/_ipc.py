@@ -138,7 +138,9 @@ class AllocationHandle(_Handle):
     @classmethod
     def from_pid(cls, descriptor, pid, remote_fd):
         """A handle from a pool descriptor and the number of its file descriptor
-        in process `pid` (pidfd_getfd: Linux 5.6+, needs permission to ptrace it)."""
+        in process `pid` (pidfd_getfd: Linux 5.6+, needs permission to ptrace it).
+        `pid` is the exporter's pid in this PID namespace; between containers
+        send the handle over a socket (`ipc_send`) instead."""
         d = _as_descriptor(descriptor)._c()
         return cls(_out(lib.cumem_allocation_handle_from_pid, ctypes.byref(d), int(pid),
                         int(remote_fd)))
