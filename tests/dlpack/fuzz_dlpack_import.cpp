@@ -1,5 +1,5 @@
-// libFuzzer target for DLPack import metadata (built and run by
-// tools/fuzz.sh): the input bytes become ndim, shape, strides, dtype, flags
+// libFuzzer target for DLPack import metadata (tests/fuzz/meson.build: its
+// seeds replayed in the host suite, fuzzed by tools/fuzz.sh): the input bytes become ndim, shape, strides, dtype, flags
 // and byte_offset of a tensor; check_import() must either throw
 // core::Error or return the byte count that a plain 128-bit recomputation
 // of a compact layout gives. Any other exception, a crash or a sanitizer

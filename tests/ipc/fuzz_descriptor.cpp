@@ -1,5 +1,5 @@
-// libFuzzer target for the IPC descriptor decoder (built and run by
-// tools/fuzz.sh, not by meson): decode() of any bytes either throws
+// libFuzzer target for the IPC descriptor decoder (tests/fuzz/meson.build:
+// its seeds replayed in the host suite, fuzzed by tools/fuzz.sh): decode() of any bytes either throws
 // core::Error or returns a descriptor that encodes back to exactly the same
 // bytes. Any other exception, a crash or a sanitizer report is a failure.
 #include <cstdint>
