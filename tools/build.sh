@@ -13,6 +13,8 @@ command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 command -v nm >/dev/null 2>&1 || missing="$missing binutils"
 # CMake builds the find_package(cumem) consumer of tools/check-install.sh.
 command -v cmake >/dev/null 2>&1 || missing="$missing cmake"
+# abidw/abidiff: the host suite's ABI check against abi/libcumem.abi.
+command -v abidw >/dev/null 2>&1 || missing="$missing abigail-tools"
 have_gtest=no
 if pkg-config --exists gtest_main 2>/dev/null; then have_gtest=yes; fi
 for dir in /usr/include /usr/local/include; do
