@@ -2347,7 +2347,7 @@ CUMEM_API cumem_status_t cumem_allocation_handle_from_fd(
  *  the file descriptor in process `pid`, taken with pidfd_getfd (Linux
  *  5.6+; needs permission to ptrace `pid`). `pid` is the exporter's pid in
  *  this process's PID namespace; the descriptor holds the pid the exporter
- *  has in its own, and a process that /proc/<pid>/status (NSpid) says is
+ *  has in its own, and a process whose /proc status file (NSpid) says it is
  *  not that one is refused before any fd is taken. Between containers
  *  (PID namespaces that do not see each other) send the handle with
  *  cumem_ipc_send instead.
