@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cstdint>
 #include <cstdio>
 
 #include "buffer.hpp"
@@ -36,6 +35,11 @@ std::string hex(uintptr_t v) {
 
 std::string span_text(const DmaBufSpan& s) {
   return describe_bytes(s.size) + " at " + hex(s.base);
+}
+
+size_t host_page() {
+  const long page = sysconf(_SC_PAGESIZE);
+  return page > 0 ? static_cast<size_t>(page) : size_t{4096};
 }
 
 // `s` rounded out to whole host pages.
@@ -88,7 +92,7 @@ DmaBuf export_ranges(const DmaBufRanges& ranges, uintptr_t first, size_t bytes, 
   if (!ranges.device)
     fail(Status::internal, "the memory's device is unknown (" + ranges.what + ")");
   const Device& device = *ranges.device;
-  const size_t page = host_page_size();
+  const size_t page = host_page();
   ScopedContext scope(device);
   RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   check_device(device);
@@ -106,38 +110,21 @@ DmaBuf export_ranges(const DmaBufRanges& ranges, uintptr_t first, size_t bytes, 
                    ? ""
                    : ", rounded out to host pages of " + std::to_string(page) + " bytes") +
               ")";
-    // The driver may refuse a range over several chunks (virtual memory).
-    // It refuses some pool allocations in every part: on the H200 (probe
-    // tools/probes/dmabuf_pool_probe.py) a 20 MiB allocation that the
-    // default pool placed right after a 1 MiB one was refused whole, by
-    // its first 4 MiB and by a 2 MiB page in its middle, while the 1 MiB
-    // one and a 64 MiB one placed after it were taken, rounded out into
-    // their neighbours' pages. The chunks, or else the pages, that hold the
-    // buffer alone are tried next.
-    const bool by_chunks = ranges.chunks.size != 0;
-    const DmaBufSpan alone = page_aligned(by_chunks ? ranges.chunks : DmaBufSpan{first, bytes}, page);
-    const std::string pool_hint =
-        ranges.is_pool
-            ? ": the driver refuses some allocations of a pool in every part (on the H200, "
-              "one that the pool placed right after an earlier allocation, most likely over "
-              "two of the pool's physical allocations); export buffers of a pool of their "
-              "own (a device resource with new_pool) allocated before anything else, or of a "
-              "virtual resource"
-            : "";
-    if (alone.base == whole.base && alone.size == whole.size)
-      fail(status_of(r), refused + (r == CUDA_ERROR_INVALID_VALUE ? pool_hint : ""));
-    const CUresult again = try_export(alone, flags, &fd);
+    if (ranges.chunks.size == 0)
+      fail(status_of(r), refused + (r == CUDA_ERROR_INVALID_VALUE ? ranges.refusal_hint : ""));
+    // The driver may refuse a range over several chunks: the chunks that
+    // hold the buffer alone.
+    const DmaBufSpan chunks = page_aligned(ranges.chunks, page);
+    const CUresult again = try_export(chunks, flags, &fd);
     if (again != CUDA_SUCCESS)
       fail(status_of(again),
-           refused + "; the " + (by_chunks ? "chunks" : "pages") + " that hold the buffer alone (" +
-               span_text(alone) + ") were refused too, with " + driver::describe(again) +
-               (r != CUDA_ERROR_INVALID_VALUE || again != CUDA_ERROR_INVALID_VALUE
-                    ? ""
-                    : by_chunks ? ": the driver takes no range over several chunks here, so make "
-                                  "the buffer fit in one chunk (a chunk_size of at least the "
-                                  "buffer's size)"
-                                : pool_hint));
-    used = alone;
+           refused + "; the chunks that hold the buffer alone (" + span_text(chunks) +
+               ") were refused too, with " + driver::describe(again) +
+               (r == CUDA_ERROR_INVALID_VALUE && again == CUDA_ERROR_INVALID_VALUE
+                    ? ": the driver takes no range over several chunks here, so make the "
+                      "buffer fit in one chunk (a chunk_size of at least the buffer's size)"
+                    : ""));
+    used = chunks;
     whole_allocation = false;
   }
   if (fd < 0)
@@ -160,14 +147,6 @@ DmaBuf export_ranges(const DmaBufRanges& ranges, uintptr_t first, size_t bytes, 
 }
 
 }  // namespace
-
-size_t host_page_size() {
-  static const size_t page = [] {
-    const long p = sysconf(_SC_PAGESIZE);
-    return p > 0 ? static_cast<size_t>(p) : size_t{4096};
-  }();
-  return page;
-}
 
 DmaBufSpan driver_allocation(const Device& device, uintptr_t first, size_t bytes,
                              const std::string& what) {

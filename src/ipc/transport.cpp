@@ -405,7 +405,7 @@ std::vector<long> namespace_pids(const std::string& status_path) {
 // What to do instead, for every refusal that PID namespaces can explain.
 constexpr const char* kAcrossNamespaces =
     "; a process in another PID namespace (another container) is not reachable by pid: "
-    "send the file descriptor over a Unix socket instead (cumem_ipc_send and cumem_ipc_recv "
+    "send the file descriptor over a Unix socket instead (cumem_ipc_send and cumem_ipc_receive "
     "work across PID namespaces)";
 
 // Refuses `pid` when /proc says that it is not the process that calls

@@ -30,8 +30,10 @@ struct DmaBufRanges {
   // driver refuses `whole` (a range over several chunks). Empty when there
   // is nothing smaller than `whole` to try.
   DmaBufSpan chunks;
-  bool is_pool = false;  // memory of a cuMemPool (for the messages)
   std::string what;   // "the pool allocation", ... for messages
+  // Added to the driver's CUDA_ERROR_INVALID_VALUE for `whole`: what the
+  // kind of memory knows of such refusals ("" when nothing).
+  const char* refusal_hint = "";
 };
 
 class DmaBufSource {
@@ -52,9 +54,6 @@ class DmaBufSource {
 // has none.
 DmaBufRanges dmabuf_ranges_of(const Resource& resource, void* ptr, size_t size, uintptr_t first,
                               size_t bytes);
-
-// The host page size: dma-buf ranges are whole host pages.
-size_t host_page_size();
 
 // The driver's allocation that holds [first, first + bytes)
 // (cuMemGetAddressRange), in `device`'s context; `what` names the memory

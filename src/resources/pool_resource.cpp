@@ -175,7 +175,15 @@ DmaBufRanges PoolResource::dmabuf_ranges(void*, size_t, uintptr_t first, size_t 
   DmaBufRanges r;
   r.device = device_.get();
   r.what = "the allocation of " + describe();
-  r.is_pool = true;
+  // On the H200 (tools/probes/dmabuf_pool_probe.py) a 20 MiB allocation
+  // that the default pool placed right after a 1 MiB one was refused
+  // whole, by its first 4 MiB and by a 2 MiB page in its middle, while the
+  // 1 MiB one and a 64 MiB one after it were taken.
+  r.refusal_hint =
+      ": the driver refuses some allocations of a pool in every part (on the H200, one that "
+      "the pool placed right after an earlier allocation, most likely over two of the pool's "
+      "physical allocations); export buffers of a pool of their own (a device resource with "
+      "new_pool) allocated before anything else, or of a virtual resource";
   r.whole = driver_allocation(*device_, first, bytes, r.what);
   return r;
 }

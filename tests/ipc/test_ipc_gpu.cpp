@@ -767,9 +767,6 @@ TEST_F(IpcGpu, SharingNeedsAnIpcPoolAndAWholeBuffer) {
 
 int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--ipc-child") return run_child(argv[2], std::atoi(argv[3]));
-  // A consumer that died is a failed check, not a SIGPIPE that ends the
-  // whole program on the next write to it.
-  signal(SIGPIPE, SIG_IGN);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
