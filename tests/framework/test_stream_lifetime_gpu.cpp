@@ -4,16 +4,19 @@
 // libcumem created alive; a native handle the driver hands out again after
 // the stream it named was destroyed is never taken for the old stream; and a
 // free makes its memory's context current itself. The cases that crashed
-// run in a child process (gtest's threadsafe death-test style re-executes
-// the program, so the child starts CUDA afresh), so that a crash is a
-// failed test, not a dead suite.
+// run in a child process (this program again, --lifetime-child CASE, so
+// the child starts CUDA afresh), so that a crash is a failed test, not a
+// dead suite.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
 #include "gpu_fixture.hpp"
+#include "self_child.hpp"
 #include "spin_kernel.hpp"
 
 namespace {
@@ -38,7 +41,7 @@ struct Driver {
   }
 };
 
-// In a death-test child: a failed check prints why and exits with `code`.
+// In a child: a failed check prints why and exits with `code`.
 #define LIVE_CHECK(expr, code)                                                        \
   do {                                                                                \
     const cumem_status_t live_status_ = (expr);                                       \
@@ -52,8 +55,7 @@ struct Driver {
 class StreamLifetimeGpu : public GpuTest {
  protected:
   void SetUp() override {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
-    setenv("CUMEM_FRAMEWORK_QUIET", "1", 1);
+    setenv("CUMEM_FRAMEWORK_QUIET", "1", 1);  // the children inherit it
     GpuTest::SetUp();
   }
   void TearDown() override {
@@ -121,12 +123,20 @@ void free_after_release(cumem_device_t* device, bool caching) {
   std::exit(0);
 }
 
+// Runs `name` (see main) in a child: it exits 0, or with the code of the
+// step that failed (128 + the signal where it crashed).
+void expect_child_passes(const char* name) {
+  const pid_t pid = start_self({"--lifetime-child", name});
+  ASSERT_GT(pid, 0) << "fork failed";
+  EXPECT_EQ(wait_exit_code(pid), 0) << "the child " << name << " failed (its exit code names the step)";
+}
+
 TEST_F(StreamLifetimeGpu, TorchFreeAfterTheAllocatingStreamWasReleased) {
-  EXPECT_EXIT(free_after_release(device, false), ::testing::ExitedWithCode(0), "");
+  expect_child_passes("free_after_release");
 }
 
 TEST_F(StreamLifetimeGpu, TorchFreeAfterTheAllocatingStreamWasReleasedOnTheCache) {
-  EXPECT_EXIT(free_after_release(device, true), ::testing::ExitedWithCode(0), "");
+  expect_child_passes("free_after_release_on_the_cache");
 }
 
 // The same through the raw native entry points and a buffer's
@@ -167,7 +177,7 @@ void native_and_buffer_after_release(cumem_device_t* device) {
 }
 
 TEST_F(StreamLifetimeGpu, CachedBlocksAndBuffersKeepTheirStreamsAlive) {
-  EXPECT_EXIT(native_and_buffer_after_release(device), ::testing::ExitedWithCode(0), "");
+  expect_child_passes("native_and_buffer_after_release");
 }
 
 // A wrapper of a stream libcumem created keeps it alive: the wrap stays
@@ -202,7 +212,7 @@ TEST_F(StreamLifetimeGpu, ANativeHandleReusedByTheDriverNamesTheNewStream) {
     CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &s));
     void* n = nullptr;
     CUMEM_ASSERT_OK(cumem_stream_native(s, &n));
-    for (void* old : seen) reused += old == n;
+    reused += std::find(seen.begin(), seen.end(), n) != seen.end();
     seen.push_back(n);
     void* p = nullptr;
     CUMEM_ASSERT_OK(cumem_resource_allocate_native(cache, 512, n, &p));
@@ -262,3 +272,20 @@ TEST_F(StreamLifetimeGpu, AFreeMakesItsOwnContextCurrentAndRestoresTheCallers) {
 }
 
 }  // namespace
+
+// --lifetime-child CASE: one of the cases above, in a process of its own
+// (each ends the process: 0 when every check held).
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--lifetime-child") == 0) {
+    cumem_device_t* device = nullptr;
+    LIVE_CHECK(cumem_device_get(0, &device), 1);
+    const std::string name = argv[2];
+    if (name == "free_after_release") free_after_release(device, false);
+    if (name == "free_after_release_on_the_cache") free_after_release(device, true);
+    if (name == "native_and_buffer_after_release") native_and_buffer_after_release(device);
+    std::fprintf(stderr, "no child case %s\n", argv[2]);
+    return 1;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -18,6 +18,7 @@
 #include <functional>
 #include <string>
 
+#include "self_child.hpp"
 #include "test_util.hpp"
 
 // CRC-32 as zlib computes it (IEEE 802.3, reflected).
@@ -173,12 +174,6 @@ inline bool read_exact(int socket, void* data, size_t n) {
 }
 inline bool write_exact(int socket, const void* data, size_t n) {
   return send(socket, data, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
-}
-
-inline int wait_exit_code(pid_t pid) {
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 // In a child: 0 when the call succeeded, else prints why and gives `code`.

@@ -13,21 +13,21 @@
 
 namespace {
 
-const char* self_path = "/proc/self/exe";
 constexpr size_t kBytes = 1 << 20;
 constexpr uint32_t kPattern = 0x5a5a5a5a, kReply = 0xa5a5a5a5;
+
+// The arguments that make this program a child in `role` on socket `fd`.
+std::vector<std::string> child_args(const char* role, int fd) {
+  return {"--ipc-child", role, std::to_string(fd)};
+}
 
 // Starts this program as a child in `role`, connected by a socket.
 pid_t start_child(const char* role, int& socket) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return -1;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = dup(sv[1]);  // without close-on-exec
-    const std::string fd_text = std::to_string(fd);
-    execl(self_path, self_path, "--ipc-child", role, fd_text.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  const int fd = fcntl(sv[1], F_DUPFD, 3);  // the child's end, without close-on-exec
+  const pid_t pid = start_self(child_args(role, fd));
+  close(fd);
   close(sv[1]);
   socket = sv[0];
   return pid;
@@ -38,12 +38,7 @@ pid_t start_child(const char* role, int& socket) {
 // why where that is not allowed.
 pid_t start_child_in_new_pid_namespace(const char* role, int& socket, std::string& skip) {
   return spawn_in_new_pid_namespace(
-      [role](int s) {
-        const int fd = dup(s);  // without close-on-exec
-        const std::string fd_text = std::to_string(fd);
-        execl(self_path, self_path, "--ipc-child", role, fd_text.c_str(), static_cast<char*>(nullptr));
-        return 127;
-      },
+      [role](int s) -> int { exec_self(child_args(role, dup(s))); },  // dup: no close-on-exec
       socket, skip, /*own_proc=*/true);
 }
 
