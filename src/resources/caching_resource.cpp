@@ -599,6 +599,7 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
   void* try_pages(uint64_t rounded, const Stream* stream, std::string* refusal) {
     const uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
     std::lock_guard<std::mutex> lock(central_.mutex);
+    recycle_fragments(rounded, key);
     Grown g;
     try {
       g = expandable_->grow(rounded, key);
@@ -616,6 +617,26 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
       history::record(history::Action::segment_map, id(), g.mapped_at, g.mapped,
                       history::stream_value(stream));
     return g.taken.ptr;
+  }
+
+  // Under the central lock, before new pages are mapped for a block of
+  // `rounded` bytes on `key`: where free pieces too small for it hold whole
+  // pages (fragments between blocks in use), those pages are unmapped
+  // first, after a wait for the device, so that the cache takes no more
+  // physical memory than it holds when only fragmentation keeps it from
+  // serving the block. Without this a training run whose layout differs
+  // from the last one keeps mapping pages: the cache would end each run
+  // higher than the one before.
+  void recycle_fragments(uint64_t rounded, uintptr_t key) {
+    if (expandable_->fragment_bytes(rounded, key) == 0) return;
+    if (stream_ordered_ && device_) device_->synchronize();
+    central_.segments->forget_streams({});
+    central_.streams.clear();
+    std::vector<std::pair<char*, uint64_t>> unmapped;
+    const uint64_t bytes = expandable_->recycle(rounded, key, history::on() ? &unmapped : nullptr);
+    reserved_.fetch_sub(bytes, std::memory_order_relaxed);
+    for (const auto& [ptr, n] : unmapped)
+      history::record(history::Action::segment_unmap, id(), ptr, n, 0);
   }
 
   // For an out-of-memory message, after the cache gave back what it could:

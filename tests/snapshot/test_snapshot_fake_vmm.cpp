@@ -56,6 +56,7 @@ class FakeVmmSnapshot : public ::testing::Test {
 TEST_F(FakeVmmSnapshot, AnExpandableRangeShowsItsPagesAndItsUnmappedSpace) {
   cumem_caching_resource_options_t o = cumem::caching_resource_options();
   o.expandable = CUMEM_TRUE;
+  o.page_size = 20 * MiB;  // the pages counted below
   cumem::Resource cache = cumem::Resource::caching(upstream, o);
   cumem::memory_history_start();
   void* a = cache.allocate_raw(30 * MiB);  // maps two 20 MiB pages

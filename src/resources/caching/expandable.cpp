@@ -68,56 +68,126 @@ ExpandableSegment* ExpandableSegments::add_range(uint64_t bytes, uintptr_t key) 
   return segments_.back().get();
 }
 
+ExpandableSegments::Spot ExpandableSegments::find_spot(uint64_t rounded, uintptr_t key) const {
+  const uint64_t page = pages_.page_size();
+  for (auto it = unmapped_.lower_bound({key, nullptr, nullptr});
+       it != unmapped_.end() && std::get<0>(*it) == key; ++it) {
+    Piece* u = std::get<2>(*it);
+    Spot s;
+    s.unmapped = u;
+    s.before = joins(u->prev, key) ? u->prev : nullptr;
+    s.after = joins(u->next, key) ? u->next : nullptr;
+    const uint64_t have = s.before ? s.before->size : 0;
+    if (have >= rounded) continue;  // served without new pages (take() looks first)
+    s.bytes = round_up(rounded - have, page);
+    if (s.bytes > u->size) {
+      // A hole between free pieces: mapped whole, it joins both.
+      if (!s.after || have + u->size + s.after->size < rounded) continue;
+      s.bytes = u->size;
+    }
+    return s;
+  }
+  return {};
+}
+
 Grown ExpandableSegments::grow(uint64_t rounded, uintptr_t key) {
   const uint64_t page = pages_.page_size();
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    for (auto it = unmapped_.lower_bound({key, nullptr, nullptr});
-         it != unmapped_.end() && std::get<0>(*it) == key; ++it) {
-      Piece* u = std::get<2>(*it);
-      Piece* before = joins(u->prev, key) ? u->prev : nullptr;
-      Piece* after = joins(u->next, key) ? u->next : nullptr;
-      const uint64_t have = before ? before->size : 0;
-      if (have >= rounded) continue;  // served without new pages (take() looks first)
-      uint64_t bytes = round_up(rounded - have, page);
-      if (bytes > u->size) {
-        // A hole between free pieces: mapped whole, it joins both.
-        if (!after || have + u->size + after->size < rounded) continue;
-        bytes = u->size;
-      }
-      u->segment->pages->map(offset_of(u), bytes);  // throws with nothing changed
-      mapped_ += bytes;
-      pages_mapped_ += bytes / page;
-      Grown g;
-      g.mapped = bytes;
-      g.mapped_at = u->ptr;
-      erase_unmapped(u);
-      if (bytes < u->size) {
-        Piece* rest = insert_after(u, u->ptr + bytes, u->size - bytes);
-        u->size = bytes;
-        insert_unmapped(rest);
-      }
-      u->mapped = true;
-      u->key = key;
-      Piece* p = u;
-      if (before) {
-        erase_free(before);
-        g.consumed[g.consumed_count++] = before->key;
-        absorb(before, p);
-        p = before;
-        p->key = key;
-      }
-      if (after && p->next == after) {
-        erase_free(after);
-        g.consumed[g.consumed_count++] = after->key;
-        absorb(p, after);
-      }
-      g.taken = hand_out(p, rounded);
-      return g;
-    }
-    // No range of this stream has room: a new one (once).
-    if (attempt == 0) add_range(std::max(pages_.range_size(), round_up(rounded, page)), key);
+  Spot s = find_spot(rounded, key);
+  if (!s.unmapped) {
+    // No range of this stream has room: a new one.
+    add_range(std::max(pages_.range_size(), round_up(rounded, page)), key);
+    s = find_spot(rounded, key);
+    if (!s.unmapped)
+      fail(Status::out_of_memory, "no address range could hold a block of " + describe_bytes(rounded));
   }
-  fail(Status::out_of_memory, "no address range could hold a block of " + describe_bytes(rounded));
+  Piece* u = s.unmapped;
+  u->segment->pages->map(offset_of(u), s.bytes);  // throws with nothing changed
+  mapped_ += s.bytes;
+  pages_mapped_ += s.bytes / page;
+  Grown g;
+  g.mapped = s.bytes;
+  g.mapped_at = u->ptr;
+  erase_unmapped(u);
+  if (s.bytes < u->size) {
+    Piece* rest = insert_after(u, u->ptr + s.bytes, u->size - s.bytes);
+    u->size = s.bytes;
+    insert_unmapped(rest);
+  }
+  u->mapped = true;
+  u->key = key;
+  Piece* p = u;
+  if (s.before) {
+    erase_free(s.before);
+    g.consumed[g.consumed_count++] = s.before->key;
+    absorb(s.before, p);
+    p = s.before;
+    p->key = key;
+  }
+  if (s.after && p->next == s.after) {
+    erase_free(s.after);
+    g.consumed[g.consumed_count++] = s.after->key;
+    absorb(p, s.after);
+  }
+  g.taken = hand_out(p, rounded);
+  return g;
+}
+
+std::vector<ExpandableSegments::Span> ExpandableSegments::whole_pages(uint64_t below) const {
+  const uint64_t page = pages_.page_size();
+  std::vector<Span> spans;
+  for (const auto& [size, ptr, p] : by_size_) {
+    if (size >= below) break;  // by size: the rest are larger
+    if (!p->segment) continue;
+    // The first and the last page boundary inside the piece, as range
+    // offsets: a piece within one page has none (first > last).
+    const uint64_t at = offset_of(p);
+    const uint64_t first = round_up(at, page), last = round_down(at + p->size, page);
+    if (last > first) spans.push_back({last - first, p->ptr, p, first - at, last - at});
+  }
+  // Largest first (fewest driver calls), the lowest address among equals.
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.ptr < b.ptr;
+  });
+  return spans;
+}
+
+void ExpandableSegments::unmap_span(const Span& s, uint64_t bytes,
+                                    std::vector<std::pair<char*, uint64_t>>* spans_out) {
+  // The span's last `bytes` (whole pages) go; the rest of the piece stays free.
+  const uint64_t lo = s.hi - bytes;
+  s.piece->segment->pages->unmap(offset_of(s.piece) + lo, bytes);
+  if (spans_out) spans_out->emplace_back(s.piece->ptr + lo, bytes);
+  mapped_ -= bytes;
+  pages_unmapped_ += bytes / pages_.page_size();
+  make_unmapped(s.piece, lo, s.hi);
+}
+
+uint64_t ExpandableSegments::fragment_bytes(uint64_t rounded, uintptr_t key) const {
+  const Spot spot = find_spot(rounded, key);
+  if (!spot.unmapped) return 0;
+  uint64_t bytes = 0;
+  for (const Span& s : whole_pages(rounded))
+    if (s.piece != spot.unmapped->prev && s.piece != spot.unmapped->next) bytes += s.bytes;
+  return std::min(bytes, spot.bytes);
+}
+
+uint64_t ExpandableSegments::recycle(uint64_t rounded, uintptr_t key,
+                                     std::vector<std::pair<char*, uint64_t>>* spans_out) {
+  const Spot spot = find_spot(rounded, key);
+  if (!spot.unmapped) return 0;
+  uint64_t left = spot.bytes, unmapped = 0;
+  const std::vector<Span> spans = whole_pages(rounded);
+  if (spans_out) spans_out->reserve(spans_out->size() + spans.size());  // no throw below
+  for (const Span& s : spans) {
+    if (left == 0) break;
+    // The neighbours of the spot stay: unmapping them would merge into it.
+    if (s.piece == spot.unmapped->prev || s.piece == spot.unmapped->next) continue;
+    const uint64_t bytes = std::min(left, s.bytes);
+    unmap_span(s, bytes, spans_out);
+    left -= bytes;
+    unmapped += bytes;
+  }
+  return unmapped;
 }
 
 void ExpandableSegments::make_unmapped(Piece* p, uint64_t lo, uint64_t hi) {
@@ -149,36 +219,12 @@ void ExpandableSegments::make_unmapped(Piece* p, uint64_t lo, uint64_t hi) {
 
 uint64_t ExpandableSegments::unmap_free(uint64_t keep, uint64_t& cached,
                                         std::vector<std::pair<char*, uint64_t>>* spans_out) {
-  const uint64_t page = pages_.page_size();
-  // The whole pages inside each free piece of a range: (bytes, address,
-  // piece, first and last page offset within the piece).
-  struct Span {
-    uint64_t bytes;
-    char* ptr;
-    Piece* piece;
-    uint64_t lo, hi;
-  };
-  std::vector<Span> spans;
-  for (const auto& [size, ptr, p] : by_size_) {
-    if (!p->segment) continue;
-    // The first and the last page boundary inside the piece, as range
-    // offsets: a piece within one page has none (first > last).
-    const uint64_t at = offset_of(p);
-    const uint64_t first = round_up(at, page), last = round_down(at + p->size, page);
-    if (last > first) spans.push_back({last - first, p->ptr, p, first - at, last - at});
-  }
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.ptr < b.ptr;
-  });
+  const std::vector<Span> spans = whole_pages(UINT64_MAX);
   uint64_t unmapped = 0;
   if (spans_out) spans_out->reserve(spans_out->size() + spans.size());  // no throw below
   for (const Span& s : spans) {
     if (cached <= keep) break;
-    s.piece->segment->pages->unmap(offset_of(s.piece) + s.lo, s.bytes);
-    if (spans_out) spans_out->emplace_back(s.piece->ptr + s.lo, s.bytes);
-    mapped_ -= s.bytes;
-    pages_unmapped_ += s.bytes / page;
-    make_unmapped(s.piece, s.lo, s.hi);
+    unmap_span(s, s.bytes, spans_out);
     cached -= s.bytes;
     unmapped += s.bytes;
   }

@@ -65,6 +65,18 @@ class ExpandableSegments : public Segments {
   uint64_t unmap_free(uint64_t keep, uint64_t& cached,
                       std::vector<std::pair<char*, uint64_t>>* spans = nullptr);
 
+  // Recycling, for a block of `rounded` bytes on `key` that no free piece
+  // can serve: grow() would map new pages, while free pieces too small for
+  // the block may hold whole pages of their own (fragments between blocks
+  // in use). fragment_bytes() says how many of the bytes grow() would map
+  // such pages could give; recycle() unmaps that many (largest fragments
+  // first, a fragment's last pages first) and returns the bytes unmapped,
+  // so that grow() then maps no more physical memory than the cache held.
+  // Only after a wait for the device (the fragments' work is done).
+  uint64_t fragment_bytes(uint64_t rounded, uintptr_t key) const;
+  uint64_t recycle(uint64_t rounded, uintptr_t key,
+                   std::vector<std::pair<char*, uint64_t>>* spans = nullptr);
+
   uint64_t mapped_bytes() const { return mapped_; }  // pages mapped now
   uint64_t pages_mapped() const { return pages_mapped_; }    // ever
   uint64_t pages_unmapped() const { return pages_unmapped_; }  // ever
@@ -73,6 +85,29 @@ class ExpandableSegments : public Segments {
   uint64_t in_use_bytes() const;
 
  private:
+  // Where grow() maps pages for a block: the unmapped piece, the free
+  // pieces the new pages join, and the bytes to map; unmapped is null when
+  // no range of the stream has room.
+  struct Spot {
+    Piece* unmapped = nullptr;
+    Piece* before = nullptr;
+    Piece* after = nullptr;
+    uint64_t bytes = 0;
+  };
+  // The whole pages inside a free piece: (bytes, address, piece, the first
+  // and last page offset within the piece).
+  struct Span {
+    uint64_t bytes;
+    char* ptr;
+    Piece* piece;
+    uint64_t lo, hi;
+  };
+
+  Spot find_spot(uint64_t rounded, uintptr_t key) const;
+  // The whole pages of free pieces smaller than `below`, largest first.
+  std::vector<Span> whole_pages(uint64_t below) const;
+  // Unmaps the last `bytes` (whole pages) of span `s`.
+  void unmap_span(const Span& s, uint64_t bytes, std::vector<std::pair<char*, uint64_t>>* spans_out);
   ExpandableSegment* add_range(uint64_t bytes, uintptr_t key);
   void insert_unmapped(Piece* p);
   void erase_unmapped(Piece* p);

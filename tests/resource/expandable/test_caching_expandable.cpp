@@ -57,7 +57,7 @@ class ExpandableCache : public ::testing::Test {
     c.stream_ordered = CUMEM_TRUE;
     CUMEM_ASSERT_OK(cumem_callback_resource_create(device, &c, &upstream));
     CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &stream));
-    cache = make(0);
+    cache = make(20 * MiB);  // the tests count pages of 20 MiB
     ASSERT_NE(cache, nullptr) << cumem_last_error_message();
   }
   void TearDown() override {
@@ -194,21 +194,58 @@ TEST_F(ExpandableCache, ABlockInUseKeepsItsPagesThroughATrim) {
   free(c, 30 * MiB);
 }
 
-TEST_F(ExpandableCache, OutOfMemoryUnmapsTheCacheAndRetries) {
+TEST_F(ExpandableCache, FragmentsArePagesRecycledBeforeNewOnesAreMapped) {
   fake.set_memory(100 * MiB);
   void* a = allocate(60 * MiB);
   void* b = allocate(20 * MiB);
   free(a, 60 * MiB);
-  // 70 MiB more does not fit next to the 80 MiB mapped; a's free pages are
-  // unmapped, and the block is served (in a range of its own: a's hole is
-  // too small).
+  // 70 MiB fits neither a's 60 MiB nor next to the 80 MiB mapped: a's three
+  // free pages are unmapped (after a wait for the device) and four mapped
+  // after b, so the cache holds what it held before plus one page, and the
+  // device's memory is not exhausted.
   void* c = allocate(70 * MiB);
   ASSERT_NE(c, nullptr);
   std::memset(c, 1, 70 * MiB);
   cumem_caching_statistics_t s = caching_of(cache);
-  EXPECT_EQ(s.oom_retries, 1u);
+  EXPECT_EQ(s.oom_retries, 0u) << "no out of memory on the way";
+  EXPECT_EQ(s.pages_unmapped, 3u) << "a's pages";
+  EXPECT_EQ(s.pages_mapped, 4u + 4u);
   EXPECT_EQ(s.bytes_reserved, 100 * MiB);
   EXPECT_EQ(fake.counts().live_bytes, 100 * MiB);
+  EXPECT_EQ(fake.counts().live_mappings, 5u) << "b's and c's pages";
+  // a's memory went back to the device: 40 MiB more are not there.
+  void* d = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_resource_allocate_raw(cache, 40 * MiB, stream, &d),
+                     CUMEM_ERROR_OUT_OF_MEMORY, "could not map pages for");
+  free(c, 70 * MiB);
+  d = allocate(40 * MiB);
+  EXPECT_EQ(d, c) << "c's free pages serve it";
+  EXPECT_EQ(fake.counts().live_bytes, 100 * MiB);
+  free(d, 40 * MiB);
+  free(b, 20 * MiB);
+}
+
+TEST_F(ExpandableCache, OutOfMemoryUnmapsTheCacheAndRetries) {
+  fake.set_memory(100 * MiB);
+  cumem_stream_t* other = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &other));
+  void* a = allocate(20 * MiB);
+  void* b = allocate(40 * MiB);
+  // Freed on another stream: b's piece cannot join pages mapped for this
+  // stream until the device is waited for, and it neighbours the range's
+  // unmapped space, so it is no fragment to recycle either.
+  free(b, 40 * MiB, other);
+  // 60 MiB more does not fit next to the 60 MiB mapped; out of memory gives
+  // the cache back (b's pages), and the block is served.
+  void* c = allocate(60 * MiB);
+  ASSERT_NE(c, nullptr);
+  std::memset(c, 1, 60 * MiB);
+  cumem_caching_statistics_t s = caching_of(cache);
+  EXPECT_EQ(s.oom_retries, 1u);
+  EXPECT_EQ(s.bytes_reserved, 80 * MiB);
+  EXPECT_EQ(fake.counts().live_bytes, 80 * MiB);
+  EXPECT_EQ(c, b) << "mapped again where b was";
+  void* b2 = allocate(20 * MiB);
   // Beyond the device even with an empty cache: a clear error.
   void* x = nullptr;
   CUMEM_EXPECT_ERROR(cumem_resource_allocate_raw(cache, 30 * MiB, stream, &x),
@@ -223,8 +260,11 @@ TEST_F(ExpandableCache, OutOfMemoryUnmapsTheCacheAndRetries) {
                      CUMEM_ERROR_OUT_OF_MEMORY, "larger than the address range");
   EXPECT_EQ(fake.counts().reserves, reserves);
   EXPECT_EQ(caching_of(cache).oom_retries, 2u);
-  free(b, 20 * MiB);
-  free(c, 70 * MiB);
+  free(a, 20 * MiB);
+  free(b2, 20 * MiB);
+  free(c, 60 * MiB);
+  CUMEM_ASSERT_OK(cumem_stream_synchronize(other));
+  cumem_stream_release(other);
 }
 
 TEST_F(ExpandableCache, EachStreamGrowsItsOwnRangeAndReusesAnothersBlocksInOrder) {

@@ -1,0 +1,175 @@
+// Replays a training workload's allocations (traces/*.trace.gz, recorded on
+// the H200 by tools/probes/trace_training.py: PyTorch's requests through
+// libcumem's expandable cache, the same training twice in one process) on
+// the expandable cache (default pages) over the VMM fake driver, and checks
+// what issue 18 promises of it: at each run's peak the cache holds no more
+// than --max-ratio times the bytes in use, and a later run ends holding at
+// most --max-drift (a fraction) more than the first did. Reads the
+// uncompressed trace on standard input (replay_trace.py feeds it).
+// Options: --page-size BYTES, --verbose (each new peak of a later run).
+// Prints one line per run; exits 1 when a promise is broken, 2 on a bad
+// trace or a failed call. Single-threaded: PyTorch's backward pass
+// allocates on a thread of its own, which the traces do not record.
+//
+// Trace lines: "a SIZE" allocates (the k-th "a" is block k), "f K" frees
+// block k, "trim" gives every cached block back (the benchmark's baseline),
+// "run" ends a training run; "#" lines are comments.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cumem/cumem.h"
+#include "fake_vmm.hpp"
+
+namespace {
+
+constexpr uint64_t GiB = uint64_t{1} << 30;
+int64_t upstream_bytes = 0;
+
+int32_t upstream_allocate(size_t size, void*, void*, void** out) {
+  *out = std::malloc(size);
+  if (*out) upstream_bytes += static_cast<int64_t>(size);
+  return *out ? 0 : 1;
+}
+void upstream_deallocate(void* ptr, size_t size, void*, void*) {
+  upstream_bytes -= static_cast<int64_t>(size);
+  std::free(ptr);
+}
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "replay_trace: %s\n", what.c_str());
+  std::exit(2);
+}
+
+void check(cumem_status_t s, const char* what) {
+  if (s != CUMEM_SUCCESS)
+    die(std::string(what) + ": " + cumem_status_string(s) + ": " + cumem_last_error_message());
+}
+
+struct Block {
+  void* ptr = nullptr;
+  size_t size = 0;
+};
+
+// One run's numbers: the peak of what the cache holds (mapped pages plus
+// the upstream's small blocks) and of the bytes in use, and what it holds
+// at the end.
+struct Run {
+  uint64_t peak_held = 0, peak_in_use = 0, end_held = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double max_ratio = 1.05, max_drift = 0;
+  bool verbose = false;
+  uint64_t page_size = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--max-ratio") == 0 && i + 1 < argc) max_ratio = std::atof(argv[++i]);
+    else if (std::strcmp(argv[i], "--max-drift") == 0 && i + 1 < argc) max_drift = std::atof(argv[++i]);
+    else if (std::strcmp(argv[i], "--verbose") == 0) verbose = true;
+    else if (std::strcmp(argv[i], "--page-size") == 0 && i + 1 < argc) page_size = std::strtoull(argv[++i], nullptr, 0);
+  }
+  FakeVmm fake;
+  if (!fake.missing().empty()) die(fake.missing());
+  fake.set_memory(140 * GiB);  // an H200's; nothing is touched, the fake maps on demand
+  cumem_device_t* device = nullptr;
+  check(cumem_device_get(0, &device), "cumem_device_get");
+  cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
+  c.memory_kind = CUMEM_MEMORY_DEVICE;
+  c.allocate = upstream_allocate;
+  c.deallocate = upstream_deallocate;
+  c.stream_ordered = CUMEM_TRUE;
+  cumem_resource_t* upstream = nullptr;
+  check(cumem_callback_resource_create(device, &c, &upstream), "cumem_callback_resource_create");
+  cumem_caching_resource_options_t o = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+  o.expandable = CUMEM_TRUE;
+  o.page_size = page_size;
+  cumem_resource_t* cache = nullptr;
+  check(cumem_caching_resource_create_with_options(upstream, &o, &cache), "the expandable cache");
+  // PyTorch's default stream: every request of the traces is on it.
+  cumem_stream_t* stream = nullptr;
+
+  std::vector<Block> blocks;
+  std::vector<Run> runs(1);
+  uint64_t in_use = 0;
+  auto held = [&] { return fake.counts().live_bytes + static_cast<uint64_t>(upstream_bytes); };
+  std::string line;
+  size_t number = 0;
+  while (std::getline(std::cin, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    Run& run = runs.back();
+    if (line[0] == 'a') {
+      Block b;
+      b.size = std::strtoull(line.c_str() + 2, nullptr, 10);
+      check(cumem_resource_allocate_raw(cache, b.size, stream, &b.ptr), "an allocation");
+      blocks.push_back(b);
+      in_use += b.size;
+      if (in_use > run.peak_in_use) run.peak_in_use = in_use;
+      const uint64_t h = held();
+      if (h > run.peak_held) {
+        if (verbose && runs.size() > 1) {
+          cumem_caching_statistics_t cs = CUMEM_CACHING_STATISTICS_INIT;
+          check(cumem_caching_resource_get_statistics(cache, &cs), "the cache's statistics");
+          std::printf("run %zu line %zu: %zu bytes took the peak to %.3f GiB; %.3f GiB in use, "
+                      "%.3f GiB cached\n", runs.size(), number, b.size, double(h) / GiB,
+                      double(in_use) / GiB, double(cs.bytes_cached) / GiB);
+        }
+        run.peak_held = h;
+      }
+    } else if (line[0] == 'f') {
+      const size_t k = std::strtoull(line.c_str() + 2, nullptr, 10);
+      if (k >= blocks.size() || !blocks[k].ptr) die("line " + std::to_string(number) + ": no block " + std::to_string(k));
+      check(cumem_resource_deallocate_raw(cache, blocks[k].ptr, blocks[k].size, stream), "a free");
+      in_use -= blocks[k].size;
+      blocks[k].ptr = nullptr;
+    } else if (line == "trim") {
+      check(cumem_caching_resource_trim(cache, 0), "cumem_caching_resource_trim");
+      runs.back() = Run{};
+      runs.back().peak_in_use = in_use;
+      runs.back().peak_held = held();
+    } else if (line == "run") {
+      run.end_held = held();
+      runs.emplace_back();
+      runs.back().peak_in_use = in_use;
+      runs.back().peak_held = held();
+    } else {
+      die("line " + std::to_string(number) + ": cannot read \"" + line + "\"");
+    }
+  }
+  runs.pop_back();  // the one after the last "run"
+  if (runs.empty()) die("the trace has no run");
+  int broken = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Run& r = runs[i];
+    const double ratio = static_cast<double>(r.peak_held) / static_cast<double>(r.peak_in_use);
+    std::printf("run %zu: peak held %.3f GiB, peak in use %.3f GiB, held / in use %.4f, end %.3f GiB\n",
+                i + 1, double(r.peak_held) / GiB, double(r.peak_in_use) / GiB, ratio,
+                double(r.end_held) / GiB);
+    if (ratio > max_ratio) {
+      std::printf("  BROKEN: holds more than %.3f times the bytes in use\n", max_ratio);
+      broken = 1;
+    }
+    const double drift = double(r.end_held) / double(runs[0].end_held) - 1;
+    if (i > 0 && drift > max_drift) {
+      std::printf("  BROKEN: ends %.3f GiB (%.2f %%) above run 1, more than %.2f %% (the same "
+                  "training, the same process)\n",
+                  double(r.end_held - runs[0].end_held) / GiB, 100 * drift, 100 * max_drift);
+      broken = 1;
+    }
+  }
+  cumem_caching_statistics_t s = CUMEM_CACHING_STATISTICS_INIT;
+  check(cumem_caching_resource_get_statistics(cache, &s), "the cache's statistics");
+  std::printf("pages mapped %llu, unmapped %llu\n", static_cast<unsigned long long>(s.pages_mapped),
+              static_cast<unsigned long long>(s.pages_unmapped));
+  for (Block& b : blocks)
+    if (b.ptr) check(cumem_resource_deallocate_raw(cache, b.ptr, b.size, stream), "a free at the end");
+  cumem_resource_release(cache);
+  cumem_resource_release(upstream);
+  cumem_device_release(device);
+  return broken;
+}
