@@ -139,7 +139,7 @@ int main() {
   std::printf("1. cached allocate + free pair, one stream: min / median of 7 repetitions (ns)\n");
   std::printf("%-30s %15s %15s %15s %15s\n", "", "256 B", "64 KiB", "1 MiB", "64 MiB");
   Latency by[2][4];
-  const char* names[2] = {"caching (today's)", "caching, expandable (20 MiB)"};
+  const char* names[2] = {"caching (today's)", "caching, expandable (2 MiB)"};
   cumem_resource_t* caches[2] = {plain, expandable};
   for (int c = 0; c < 2; ++c) {
     std::printf("%-30s", names[c]);

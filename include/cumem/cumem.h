@@ -1213,8 +1213,11 @@ typedef struct cumem_caching_resource_options_t {
   /** With expandable: the bytes mapped at a time, a multiple of the
    *  device's virtual-memory granularity (2 MiB on an H200). Larger pages
    *  map a large block in fewer driver calls; smaller ones leave less
-   *  mapped beyond what is in use. 0 (default): 20 MiB (raised to a
-   *  multiple of the granularity). Must be 0 without expandable. */
+   *  mapped beyond what is in use, and fewer bytes stranded in the
+   *  fragments between blocks (before mapping new pages, the cache
+   *  unmaps the whole pages of free pieces too small for the block, after
+   *  a wait for the device). 0 (default): 2 MiB (raised to a multiple of
+   *  the granularity). Must be 0 without expandable. */
   uint64_t page_size;
   /** Which CUDA graph captures the adaptor sees (see "Stream capture" at
    *  cumem_caching_resource_create). CUMEM_FALSE (default): every capture,
@@ -2230,7 +2233,7 @@ CUMEM_API void cumem_cupy_free(void* param, void* ptr, int device_id);
  *    adaptor's expandable segments
  *    (cumem_caching_resource_options_t.expandable, PyTorch's
  *    expandable_segments:True).
- *  - page_size: size, default 0 (20 MiB); needs expandable:true: the
+ *  - page_size: size, default 0 (2 MiB); needs expandable:true: the
  *    expandable segments' page (cumem_caching_resource_options_t.page_size).
  *  - limit: size, default 0 (none): a limit adaptor on top of everything
  *    (cumem_limit_resource_create), so that the framework's allocations

@@ -27,7 +27,7 @@ struct CachingOptions {
   // Large blocks are pieces of address ranges the cache reserves per stream
   // on the upstream's device, pages mapped on demand (caching/expandable.hpp).
   bool expandable = false;
-  uint64_t page_size = 0;  // expandable: bytes mapped at a time; 0: 20 MiB
+  uint64_t page_size = 0;  // expandable: bytes mapped at a time; 0: 2 MiB
   // Only captures begun through libcumem are seen (no driver call per
   // allocation and free while none is underway); else every capture is.
   bool libcumem_captures_only = false;

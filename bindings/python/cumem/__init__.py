@@ -429,7 +429,7 @@ class Resource(_Handle):
     def caching(cls, upstream, expandable=False, page_size=0, libcumem_captures_only=False):
         """The caching adaptor over `upstream`. expandable: large blocks are pieces of
         per-stream address ranges with pages mapped on demand (device memory only;
-        page_size 0: 20 MiB), as PyTorch's expandable_segments:True.
+        page_size 0: 2 MiB), as PyTorch's expandable_segments:True.
         libcumem_captures_only: see only CUDA graph captures begun through
         libcumem (no driver call per allocation; captures begun by PyTorch or
         CuPy are then not seen)."""

@@ -3,7 +3,7 @@
 // source is the virtual-memory layer (vmm_pages.hpp: vmm::Range over the
 // upstream's device); the host tests use a recording one. Mapping is
 // synchronous with the GPU and costs about the same per page whatever its
-// size, so pages are large (20 MiB by default).
+// size; the default page is still small (2 MiB, vmm_pages.hpp says why).
 #pragma once
 
 #include <cstdint>

@@ -441,7 +441,7 @@ pub struct cumem_caching_resource_options_t {
     pub struct_size: u32,
     /// Expandable segments (device memory only); default false.
     pub expandable: cumem_bool_t,
-    /// With expandable: bytes mapped at a time; 0: 20 MiB.
+    /// With expandable: bytes mapped at a time; 0: 2 MiB.
     pub page_size: u64,
     /// See only captures begun through libcumem (no driver call per call).
     pub libcumem_captures_only: cumem_bool_t,
