@@ -12,12 +12,6 @@
 using namespace cumem::core;
 using namespace cumem::capi;
 
-static_assert(CUMEM_UNMAP_VIRTUAL == static_cast<int>(unmap::Reason::virtual_unmap) &&
-                  CUMEM_UNMAP_CACHE_RELEASE == static_cast<int>(unmap::Reason::cache_release) &&
-                  CUMEM_UNMAP_FREE == static_cast<int>(unmap::Reason::free) &&
-                  CUMEM_UNMAP_POOL_TRIM == static_cast<int>(unmap::Reason::pool_trim) &&
-                  CUMEM_UNMAP_POOL_DESTROY == static_cast<int>(unmap::Reason::pool_destroy),
-              "the C reasons are the core's");
 static_assert(CUMEM_DMABUF_MAPPING_PCIE == kDmaBufMappingPcie, "the C flag is the core's");
 
 CUMEM_EXPORT cumem_status_t cumem_buffer_get_dmabuf(const cumem_buffer_t* buffer, uint32_t flags,

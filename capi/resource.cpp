@@ -1,6 +1,5 @@
 // cumem_*_resource_create and cumem_resource_* entry points.
 #include "capi.hpp"
-#include "memory_kind.hpp"
 
 #include "../src/nvtx.hpp"
 #include "../src/buffer.hpp"
@@ -333,7 +332,11 @@ CUMEM_EXPORT cumem_status_t cumem_callback_resource_create(const cumem_device_t*
   out(out_resource, "out_resource");
   const auto c = read_options(callbacks, default_callbacks, "callbacks");
   check_reserved(c.reserved0, "callbacks->reserved0");
-  const MemoryKind kind = to_core(c.memory_kind, "callbacks->memory_kind");
+  if (c.memory_kind < CUMEM_MEMORY_HOST || c.memory_kind > CUMEM_MEMORY_MANAGED)
+    fail(Status::invalid_argument, "callbacks->memory_kind " +
+                                       std::to_string(static_cast<int>(c.memory_kind)) +
+                                       " is not a cumem_memory_kind_t");
+  const MemoryKind kind = static_cast<MemoryKind>(c.memory_kind);  // capi/enums.cpp
   Callbacks cb;
   cb.allocate = c.allocate;
   cb.deallocate = c.deallocate;

@@ -21,9 +21,29 @@ constexpr size_t kOffVersion = 8, kOffType = 10, kOffKind = 12, kOffSize = 16, k
                  kOffKey = 140, kOffCrc = 156;
 static_assert(kOffCrc + 4 == kIpcDescriptorSize, "the CRC ends the descriptor");
 
-// Memory kinds, as in core::MemoryKind (this file stays free of C and
-// resource headers: it is plain bytes).
+// The memory kinds in the descriptor's bytes: its own numbering, fixed by
+// the format (0 is never a kind), whatever core::MemoryKind's values are.
 constexpr uint32_t kHost = 1, kDevice = 2, kPinned = 3, kManaged = 4;
+
+uint32_t wire_kind(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::host: return kHost;
+    case MemoryKind::device: return kDevice;
+    case MemoryKind::pinned: return kPinned;
+    case MemoryKind::managed: return kManaged;
+  }
+  return 0;  // not a kind: validate() rejects it
+}
+
+// Only for a value validate() accepted.
+MemoryKind core_kind(uint32_t wire) {
+  switch (wire) {
+    case kDevice: return MemoryKind::device;
+    case kPinned: return MemoryKind::pinned;
+    case kManaged: return MemoryKind::managed;
+    default: return MemoryKind::host;
+  }
+}
 
 // Little-endian, byte by byte: the same bytes on every host.
 void put16(uint8_t* p, uint16_t v) {
@@ -77,14 +97,9 @@ const char* type_name(IpcType type) {
   return "unknown type";
 }
 
+// The name of a kind as the bytes hold it.
 const char* kind_name(uint32_t kind) {
-  switch (kind) {
-    case kHost: return "host";
-    case kDevice: return "device";
-    case kPinned: return "pinned";
-    case kManaged: return "managed";
-  }
-  return "unknown";
+  return kind >= kHost && kind <= kManaged ? memory_kind_name(core_kind(kind)) : "unknown";
 }
 
 std::string hex(const uint8_t* bytes, size_t n) {
@@ -142,9 +157,10 @@ bool fill_from_urandom(uint8_t* out, size_t n, int& error) {
   fail(Status::invalid_argument, "IPC descriptor " + what);
 }
 
-// The field rules, shared by encode() and decode(). Each rule says which
-// field is wrong and what it should be.
-void validate(const IpcDescriptor& d) {
+// The field rules, shared by encode() and decode(), with the memory kind as
+// its bytes hold it (`kind`). Each rule says which field is wrong and what it
+// should be.
+void validate(const IpcDescriptor& d, uint32_t kind) {
   const uint16_t type = static_cast<uint16_t>(d.type);
   if (type < 1 || type > 4)
     reject("type " + std::to_string(type) +
@@ -160,31 +176,31 @@ void validate(const IpcDescriptor& d) {
   switch (d.type) {
     case IpcType::pool_buffer:
       allowed = "device or pinned";
-      kind_ok = d.memory_kind == kDevice || d.memory_kind == kPinned;
+      kind_ok = kind == kDevice || kind == kPinned;
       break;
     case IpcType::legacy_buffer:
       allowed = "device";
-      kind_ok = d.memory_kind == kDevice;
+      kind_ok = kind == kDevice;
       break;
     case IpcType::host_shared_buffer:
       allowed = "host";
-      kind_ok = d.memory_kind == kHost;
+      kind_ok = kind == kHost;
       break;
     case IpcType::pool:
       allowed = "host, device or pinned";
-      kind_ok = d.memory_kind == kHost || d.memory_kind == kDevice || d.memory_kind == kPinned;
+      kind_ok = kind == kHost || kind == kDevice || kind == kPinned;
       break;
   }
   if (!kind_ok)
-    reject(of + "cannot hold memory kind " + std::to_string(d.memory_kind) + " (" +
-           kind_name(d.memory_kind) + "); it must be " + allowed);
-  const bool host = d.memory_kind == kHost;
+    reject(of + "cannot hold memory kind " + std::to_string(kind) + " (" +
+           kind_name(kind) + "); it must be " + allowed);
+  const bool host = kind == kHost;
 
   if (is_buffer && d.size == 0) reject(of + "has size 0");
   if (d.type == IpcType::pool && host && d.size == 0)
     reject("of a host shared pool has arena size 0");
   if (d.type == IpcType::pool && !host && d.size != 0)
-    reject("of a " + std::string(kind_name(d.memory_kind)) + " pool has size " +
+    reject("of a " + std::string(kind_name(kind)) + " pool has size " +
            std::to_string(d.size) + "; only a host shared pool records a size (its arena's)");
 
   const bool has_offset =
@@ -200,7 +216,7 @@ void validate(const IpcDescriptor& d) {
     reject(of + "has a device UUID (" + uuid_string(d.device_uuid) +
            ") for host memory; it must be all zero");
   if (!host && all_zero(d.device_uuid))
-    reject(of + "has an all-zero device UUID for " + kind_name(d.memory_kind) +
+    reject(of + "has an all-zero device UUID for " + kind_name(kind) +
            " memory; it must name the exporter's device");
 
   if (d.type == IpcType::legacy_buffer && !all_zero(d.pool_id))
@@ -231,7 +247,7 @@ void encode_fields(const IpcDescriptor& d, uint8_t* b) {
   std::memcpy(b, kMagic, sizeof kMagic);
   put16(b + kOffVersion, kIpcFormatVersion);
   put16(b + kOffType, static_cast<uint16_t>(d.type));
-  put32(b + kOffKind, d.memory_kind);
+  put32(b + kOffKind, wire_kind(d.memory_kind));
   put64(b + kOffSize, d.size);
   put64(b + kOffOffset, d.offset);
   std::memcpy(b + kOffUuid, d.device_uuid.data(), 16);
@@ -296,7 +312,7 @@ uint32_t ipc_crc32(const uint8_t* data, size_t length) {
 }
 
 void encode(const IpcDescriptor& d, uint8_t (&out)[kIpcDescriptorSize]) {
-  validate(d);
+  validate(d, wire_kind(d.memory_kind));
   uint8_t b[kIpcDescriptorSize] = {};
   encode_fields(d, b);
   put64(b + kOffTag, d.tag);
@@ -338,7 +354,7 @@ IpcDescriptor decode(const uint8_t* bytes, size_t length) {
 
   IpcDescriptor d;
   d.type = static_cast<IpcType>(get16(bytes + kOffType));
-  d.memory_kind = get32(bytes + kOffKind);
+  const uint32_t kind = get32(bytes + kOffKind);
   d.size = get64(bytes + kOffSize);
   d.offset = get64(bytes + kOffOffset);
   std::memcpy(d.device_uuid.data(), bytes + kOffUuid, 16);
@@ -347,18 +363,21 @@ IpcDescriptor decode(const uint8_t* bytes, size_t length) {
   d.exporter_pid = get32(bytes + kOffPid);
   d.tag = get64(bytes + kOffTag);
   std::memcpy(d.pool_key.data(), bytes + kOffKey, 16);
-  validate(d);
+  validate(d, kind);
+  d.memory_kind = core_kind(kind);
   return d;
 }
 
 std::string describe(const IpcDescriptor& d) {
   std::string out;
   if (d.type == IpcType::pool) {
-    out = std::string(d.memory_kind == kHost ? "host shared" : kind_name(d.memory_kind)) + " pool";
+    out = std::string(d.memory_kind == MemoryKind::host ? "host shared"
+                                                        : memory_kind_name(d.memory_kind)) +
+          " pool";
     if (d.size != 0) out += " with an arena of " + describe_bytes(d.size);
   } else {
     out = std::string(type_name(d.type)) + " of " + describe_bytes(d.size) + " of " +
-          kind_name(d.memory_kind) + " memory";
+          memory_kind_name(d.memory_kind) + " memory";
     if (d.offset != 0) out += " at offset " + std::to_string(d.offset);
   }
   if (!all_zero(d.device_uuid)) out += " on " + uuid_string(d.device_uuid);

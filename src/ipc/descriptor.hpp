@@ -9,8 +9,8 @@
 //   off   8  u16      format version (1)
 //   off  10  u16      type (IpcType)
 //   off  12  u32      memory kind (1 host, 2 device, 3 pinned, 4 managed:
-//                     the values of core::MemoryKind; cumem_memory_kind_t
-//                     numbers them from 0, and capi/ maps the two)
+//                     the descriptor's own numbering, in which 0 is never a
+//                     kind; descriptor.cpp maps core::MemoryKind to it)
 //   off  16  u64      size: bytes of the buffer; for a pool, bytes of the
 //                     arena of a host shared pool, else 0
 //   off  24  u64      offset: of a host shared buffer in the shared file, of
@@ -42,6 +42,8 @@
 #include <cstdint>
 #include <string>
 
+#include "../memory_kind.hpp"
+
 namespace cumem::core {
 
 enum class IpcType : uint16_t {
@@ -59,7 +61,7 @@ using IpcKey = std::array<uint8_t, 16>;
 
 struct IpcDescriptor {
   IpcType type = IpcType::pool_buffer;
-  uint32_t memory_kind = 0;  // cumem_memory_kind_t / core::MemoryKind value
+  MemoryKind memory_kind = MemoryKind::host;
   uint64_t size = 0, offset = 0;
   std::array<uint8_t, 16> device_uuid{}, pool_id{};
   std::array<uint8_t, 64> export_data{};

@@ -57,7 +57,7 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable, pub
     CUMEM_CU(cuIpcGetMemHandle, (&handle, base), "exporting a buffer with cuIpcGetMemHandle");
     IpcDescriptor d;
     d.type = IpcType::legacy_buffer;
-    d.memory_kind = static_cast<uint32_t>(MemoryKind::device);
+    d.memory_kind = MemoryKind::device;
     d.size = size;
     d.offset = reinterpret_cast<CUdeviceptr>(ptr) - base;
     d.device_uuid = device_->uuid();
