@@ -68,14 +68,7 @@ CUMEM_EXPORT cumem_status_t cumem_buffer_get_info(const cumem_buffer_t* buffer,
   check_out_struct(info, "info");
   const BufferInfo i = b.info();
   cumem_buffer_info_t v = CUMEM_BUFFER_INFO_INIT;
-  v.device_id = i.device_id;
-  v.ptr = i.ptr;
-  v.size = i.size;
-  v.memory_kind = static_cast<cumem_memory_kind_t>(i.memory_kind);  // capi/enums.cpp
-  v.device_accessible = to_bool(i.device_accessible);
-  v.host_accessible = to_bool(i.host_accessible);
-  v.is_slice = to_bool(i.is_slice);
-  v.owns_memory = to_bool(i.owns_memory);
+  copy_fields(v, i);
   write_out_struct(info, v);
   CUMEM_CATCH
 }

@@ -29,12 +29,7 @@ CUMEM_EXPORT cumem_status_t cumem_buffer_get_dmabuf(const cumem_buffer_t* buffer
              "CUMEM_DMABUF_INIT");
   const DmaBuf d = b.get_dmabuf(flags);
   cumem_dmabuf_t v{};
-  v.fd = d.fd;
-  v.offset = d.offset;
-  v.length = d.length;
-  v.address = d.address;
-  v.device_id = d.device_id;
-  v.whole_allocation = to_bool(d.whole_allocation);
+  copy_fields(v, d);
   write_out_struct(dmabuf, v);
   CUMEM_CATCH
 }
