@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "../error.hpp"
+#include "bytes.hpp"
 
 namespace cumem::core {
 namespace {
@@ -44,41 +45,6 @@ MemoryKind core_kind(uint32_t wire) {
     default: return MemoryKind::host;
   }
 }
-
-// Little-endian, byte by byte: the same bytes on every host.
-void put16(uint8_t* p, uint16_t v) {
-  for (int i = 0; i < 2; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
-uint32_t get32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-uint64_t get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-
-// The table of the reflected polynomial 0xEDB88320, built at compile time.
-struct CrcTable {
-  uint32_t entry[256];
-  constexpr CrcTable() : entry() {
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      entry[i] = c;
-    }
-  }
-};
-constexpr CrcTable kCrcTable;
 
 template <size_t N>
 bool all_zero(const std::array<uint8_t, N>& bytes) {
@@ -245,15 +211,15 @@ void validate(const IpcDescriptor& d, uint32_t kind) {
 // Bytes 0..kOffTag of `d` (what its tag covers), in `b`.
 void encode_fields(const IpcDescriptor& d, uint8_t* b) {
   std::memcpy(b, kMagic, sizeof kMagic);
-  put16(b + kOffVersion, kIpcFormatVersion);
-  put16(b + kOffType, static_cast<uint16_t>(d.type));
-  put32(b + kOffKind, wire_kind(d.memory_kind));
-  put64(b + kOffSize, d.size);
-  put64(b + kOffOffset, d.offset);
+  put_le<uint16_t>(b + kOffVersion, kIpcFormatVersion);
+  put_le<uint16_t>(b + kOffType, static_cast<uint16_t>(d.type));
+  put_le<uint32_t>(b + kOffKind, wire_kind(d.memory_kind));
+  put_le<uint64_t>(b + kOffSize, d.size);
+  put_le<uint64_t>(b + kOffOffset, d.offset);
   std::memcpy(b + kOffUuid, d.device_uuid.data(), 16);
   std::memcpy(b + kOffPoolId, d.pool_id.data(), 16);
   std::memcpy(b + kOffExport, d.export_data.data(), 64);
-  put32(b + kOffPid, d.exporter_pid);
+  put_le<uint32_t>(b + kOffPid, d.exporter_pid);
 }
 
 uint64_t rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
@@ -268,12 +234,12 @@ void sip_round(uint64_t& v0, uint64_t& v1, uint64_t& v2, uint64_t& v3) {
 }  // namespace
 
 uint64_t siphash24(const IpcKey& key, const uint8_t* data, size_t length) {
-  const uint64_t k0 = get64(key.data()), k1 = get64(key.data() + 8);
+  const uint64_t k0 = get_le<uint64_t>(key.data()), k1 = get_le<uint64_t>(key.data() + 8);
   uint64_t v0 = 0x736f6d6570736575ull ^ k0, v1 = 0x646f72616e646f6dull ^ k1;
   uint64_t v2 = 0x6c7967656e657261ull ^ k0, v3 = 0x7465646279746573ull ^ k1;
   const size_t whole = length - length % 8;
   for (size_t i = 0; i < whole; i += 8) {
-    const uint64_t m = get64(data + i);
+    const uint64_t m = get_le<uint64_t>(data + i);
     v3 ^= m;
     sip_round(v0, v1, v2, v3);
     sip_round(v0, v1, v2, v3);
@@ -305,19 +271,13 @@ bool authentic(const IpcDescriptor& d, const IpcKey& key) {
   return any == 0;
 }
 
-uint32_t ipc_crc32(const uint8_t* data, size_t length) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < length; ++i) c = kCrcTable.entry[(c ^ data[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
 void encode(const IpcDescriptor& d, uint8_t (&out)[kIpcDescriptorSize]) {
   validate(d, wire_kind(d.memory_kind));
   uint8_t b[kIpcDescriptorSize] = {};
   encode_fields(d, b);
-  put64(b + kOffTag, d.tag);
+  put_le<uint64_t>(b + kOffTag, d.tag);
   std::memcpy(b + kOffKey, d.pool_key.data(), 16);
-  put32(b + kOffCrc, ipc_crc32(b, kOffCrc));
+  put_le<uint32_t>(b + kOffCrc, crc32(b, kOffCrc));
   std::memcpy(out, b, sizeof b);
 }
 
@@ -330,10 +290,10 @@ IpcDescriptor decode(const uint8_t* bytes, size_t length) {
   if (magic_bytes != 0 && std::memcmp(bytes, kMagic, magic_bytes) != 0)
     fail(Status::invalid_argument,
          "not a libcumem IPC descriptor: it does not begin with \"CUMEMIPC\"");
-  if (length >= kOffVersion + 2 && get16(bytes + kOffVersion) != kIpcFormatVersion)
-    reject("format version " + std::to_string(get16(bytes + kOffVersion)) +
+  if (length >= kOffVersion + 2 && get_le<uint16_t>(bytes + kOffVersion) != kIpcFormatVersion)
+    reject("format version " + std::to_string(get_le<uint16_t>(bytes + kOffVersion)) +
            "; this libcumem reads version " + std::to_string(kIpcFormatVersion) +
-           (get16(bytes + kOffVersion) == 1
+           (get_le<uint16_t>(bytes + kOffVersion) == 1
                 ? " (version 1, of libcumem 1.0, had no authentication tag: export the buffer "
                   "again with this libcumem)"
                 : ""));
@@ -345,7 +305,7 @@ IpcDescriptor decode(const uint8_t* bytes, size_t length) {
            std::to_string(kIpcFormatVersion) + " descriptor has exactly " +
            std::to_string(kIpcDescriptorSize));
 
-  const uint32_t stored = get32(bytes + kOffCrc), computed = ipc_crc32(bytes, kOffCrc);
+  const uint32_t stored = get_le<uint32_t>(bytes + kOffCrc), computed = crc32(bytes, kOffCrc);
   if (stored != computed) {
     char crcs[64];
     std::snprintf(crcs, sizeof crcs, " (CRC-32 0x%08x stored, 0x%08x computed)", stored, computed);
@@ -353,15 +313,15 @@ IpcDescriptor decode(const uint8_t* bytes, size_t length) {
   }
 
   IpcDescriptor d;
-  d.type = static_cast<IpcType>(get16(bytes + kOffType));
-  const uint32_t kind = get32(bytes + kOffKind);
-  d.size = get64(bytes + kOffSize);
-  d.offset = get64(bytes + kOffOffset);
+  d.type = static_cast<IpcType>(get_le<uint16_t>(bytes + kOffType));
+  const uint32_t kind = get_le<uint32_t>(bytes + kOffKind);
+  d.size = get_le<uint64_t>(bytes + kOffSize);
+  d.offset = get_le<uint64_t>(bytes + kOffOffset);
   std::memcpy(d.device_uuid.data(), bytes + kOffUuid, 16);
   std::memcpy(d.pool_id.data(), bytes + kOffPoolId, 16);
   std::memcpy(d.export_data.data(), bytes + kOffExport, 64);
-  d.exporter_pid = get32(bytes + kOffPid);
-  d.tag = get64(bytes + kOffTag);
+  d.exporter_pid = get_le<uint32_t>(bytes + kOffPid);
+  d.tag = get_le<uint64_t>(bytes + kOffTag);
   std::memcpy(d.pool_key.data(), bytes + kOffKey, 16);
   validate(d, kind);
   d.memory_kind = core_kind(kind);

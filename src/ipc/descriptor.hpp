@@ -28,7 +28,7 @@
 //                     each pool) in a pool descriptor, which travels with
 //                     the pool's file descriptor; all zero in buffer
 //                     descriptors, which never carry it
-//   off 156  u32      CRC-32 (IEEE 802.3, as zlib's crc32) of bytes 0..155
+//   off 156  u32      CRC-32 (bytes.hpp: IEEE 802.3, as zlib's crc32) of bytes 0..155
 //
 // The CRC catches corruption; the tag is what makes a buffer descriptor
 // trustworthy: only a process that holds the pool (and so its key) can make
@@ -95,8 +95,5 @@ std::string describe(const IpcDescriptor& d);
 // zero.
 std::array<uint8_t, 16> random_pool_id();
 inline IpcKey random_pool_key() { return random_pool_id(); }
-
-// CRC-32 (IEEE 802.3, reflected, as zlib's crc32(0, data, length)).
-uint32_t ipc_crc32(const uint8_t* data, size_t length);
 
 }  // namespace cumem::core

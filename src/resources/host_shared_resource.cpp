@@ -19,8 +19,8 @@
 #include <mutex>
 
 #include "../error.hpp"
-#include "../ipc/shareable.hpp"
 #include "../system_error.hpp"
+#include "ipc_shareable.hpp"
 #include "sync_resource.hpp"
 
 namespace cumem::core {

@@ -12,9 +12,9 @@
 #include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
-#include "../ipc/shareable.hpp"
 #include "../unmap_events.hpp"
 #include "dmabuf_source.hpp"
+#include "ipc_shareable.hpp"
 #include "sync_resource.hpp"
 
 namespace cumem::core {

@@ -17,6 +17,7 @@
 #include <cumem/cumem.h>
 
 #include "error.hpp"
+#include "ipc/bytes.hpp"
 #include "ipc/descriptor.hpp"
 
 using cumem::core::decode;
@@ -191,12 +192,12 @@ Bytes raw_encode(const IpcDescriptor& d) {
   put(128, d.exporter_pid, 4);
   put(132, d.tag, 8);
   std::memcpy(&b[140], d.pool_key.data(), 16);
-  put(156, cumem::core::ipc_crc32(b.data(), 156), 4);
+  put(156, cumem::core::crc32(b.data(), 156), 4);
   return b;
 }
 
 void reseal(Bytes& b) {
-  const uint32_t crc = cumem::core::ipc_crc32(b.data(), 156);
+  const uint32_t crc = cumem::core::crc32(b.data(), 156);
   for (int i = 0; i < 4; ++i) b[156 + i] = static_cast<uint8_t>(crc >> (8 * i));
 }
 
@@ -242,8 +243,8 @@ void expect_equal(const IpcDescriptor& a, const IpcDescriptor& b) {
 
 TEST(IpcCrc, MatchesTheStandardCheckValue) {
   const char* check = "123456789";
-  EXPECT_EQ(cumem::core::ipc_crc32(reinterpret_cast<const uint8_t*>(check), 9), 0xCBF43926u);
-  EXPECT_EQ(cumem::core::ipc_crc32(nullptr, 0), 0u);
+  EXPECT_EQ(cumem::core::crc32(reinterpret_cast<const uint8_t*>(check), 9), 0xCBF43926u);
+  EXPECT_EQ(cumem::core::crc32(nullptr, 0), 0u);
 }
 
 // SipHash-2-4's reference vectors (key 00..0f, message 00..n-1).

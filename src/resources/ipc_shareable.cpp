@@ -1,10 +1,10 @@
-#include "shareable.hpp"
+#include "ipc_shareable.hpp"
 
 #include <map>
 #include <mutex>
 
 #include "../error.hpp"
-#include "../resources/resource.hpp"
+#include "resource.hpp"
 
 namespace cumem::core {
 
