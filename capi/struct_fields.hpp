@@ -5,7 +5,9 @@
 // static_assert in CUMEM_STRUCT_FIELDS proves that each list accounts for
 // every byte of its struct and that the struct has no padding (the header's
 // rule), so a field added to cumem.h and not here, or a gap, breaks the
-// build instead of the rules.
+// build instead of the rules. The copies of out structs from the core's
+// structs of the same member names come from these lists too
+// (CUMEM_OUT_STRUCT, copy_fields).
 #pragma once
 
 #include <cumem/cumem.h>
