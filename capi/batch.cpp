@@ -199,18 +199,7 @@ CUMEM_EXPORT cumem_status_t cumem_batch_get_statistics(cumem_batch_statistics_t*
   check_out_struct(stats, "stats");
   const BatchStatistics b = batch_statistics();
   cumem_batch_statistics_t v = CUMEM_BATCH_STATISTICS_INIT;
-  v.driver_copy_batch = to_bool(b.driver_copy_batch);
-  v.driver_prefetch_batch = to_bool(b.driver_prefetch_batch);
-  v.driver_discard_batch = to_bool(b.driver_discard_batch);
-  v.copy_batches = b.copy_batches;
-  v.copy_batches_looped = b.copy_batches_looped;
-  v.copies = b.copies;
-  v.copies_looped = b.copies_looped;
-  v.prefetch_batches = b.prefetch_batches;
-  v.prefetch_batches_looped = b.prefetch_batches_looped;
-  v.prefetches = b.prefetches;
-  v.discard_batches = b.discard_batches;
-  v.discards = b.discards;
+  copy_fields(v, b);
   write_out_struct(stats, v);
   CUMEM_CATCH
 }

@@ -1,6 +1,5 @@
 // cumem_buffer_* entry points.
 #include "capi.hpp"
-#include "memory_kind.hpp"
 
 #include "../src/nvtx.hpp"
 #include "../src/buffer.hpp"
@@ -8,12 +7,6 @@
 
 using namespace cumem::core;
 using namespace cumem::capi;
-
-static_assert(static_cast<int>(CUMEM_RESOURCE_MANAGED) == static_cast<int>(ResourceKind::managed), "");
-static_assert(static_cast<int>(CUMEM_LOCATION_HOST_NUMA_CURRENT) ==
-                  static_cast<int>(LocationType::host_numa_current), "");
-static_assert(static_cast<int>(CUMEM_ADVICE_UNSET_ACCESSED_BY) ==
-                  static_cast<int>(Advice::unset_accessed_by), "");
 
 namespace {
 Location to_location(cumem_location_t l) {
@@ -75,14 +68,7 @@ CUMEM_EXPORT cumem_status_t cumem_buffer_get_info(const cumem_buffer_t* buffer,
   check_out_struct(info, "info");
   const BufferInfo i = b.info();
   cumem_buffer_info_t v = CUMEM_BUFFER_INFO_INIT;
-  v.device_id = i.device_id;
-  v.ptr = i.ptr;
-  v.size = i.size;
-  v.memory_kind = to_c(i.memory_kind);
-  v.device_accessible = to_bool(i.device_accessible);
-  v.host_accessible = to_bool(i.host_accessible);
-  v.is_slice = to_bool(i.is_slice);
-  v.owns_memory = to_bool(i.owns_memory);
+  copy_fields(v, i);
   write_out_struct(info, v);
   CUMEM_CATCH
 }

@@ -53,28 +53,11 @@ CUMEM_EXPORT cumem_status_t cumem_device_get_properties(const cumem_device_t* de
   check_out_struct(props, "props");
   const DeviceProperties p = d.properties();
   cumem_device_properties_t v{};
-  v.ordinal = p.ordinal;
+  copy_fields(v, p);
   const size_t n = std::min(p.name.size(), sizeof v.name - 1);
   std::memcpy(v.name, p.name.data(), n);
   v.name[n] = '\0';
   std::memcpy(v.uuid, p.uuid.data(), sizeof v.uuid);
-  v.compute_capability_major = p.compute_capability_major;
-  v.compute_capability_minor = p.compute_capability_minor;
-  v.total_memory = p.total_memory;
-  v.multiprocessor_count = p.multiprocessor_count;
-  v.memory_pools_supported = to_bool(p.memory_pools_supported);
-  v.ipc_handle_types = p.ipc_handle_types;
-  v.managed_memory = to_bool(p.managed_memory);
-  v.concurrent_managed_access = to_bool(p.concurrent_managed_access);
-  v.virtual_memory_management = to_bool(p.virtual_memory_management);
-  v.host_numa_id = p.host_numa_id;
-  v.pci_domain_id = p.pci_domain_id;
-  v.pci_bus_id = p.pci_bus_id;
-  v.pci_device_id = p.pci_device_id;
-  v.max_threads_per_block = p.max_threads_per_block;
-  v.max_shared_memory_per_block_optin = p.max_shared_memory_per_block_optin;
-  v.cluster_launch = to_bool(p.cluster_launch);
-  v.dma_buf_supported = to_bool(p.dma_buf_supported);
   // The probe makes memory (once per device): only for a caller whose
   // struct has the field.
   if (props->struct_size >= offsetof(cumem_device_properties_t, fabric_export_supported) +

@@ -12,12 +12,6 @@
 using namespace cumem::core;
 using namespace cumem::capi;
 
-static_assert(CUMEM_UNMAP_VIRTUAL == static_cast<int>(unmap::Reason::virtual_unmap) &&
-                  CUMEM_UNMAP_CACHE_RELEASE == static_cast<int>(unmap::Reason::cache_release) &&
-                  CUMEM_UNMAP_FREE == static_cast<int>(unmap::Reason::free) &&
-                  CUMEM_UNMAP_POOL_TRIM == static_cast<int>(unmap::Reason::pool_trim) &&
-                  CUMEM_UNMAP_POOL_DESTROY == static_cast<int>(unmap::Reason::pool_destroy),
-              "the C reasons are the core's");
 static_assert(CUMEM_DMABUF_MAPPING_PCIE == kDmaBufMappingPcie, "the C flag is the core's");
 
 CUMEM_EXPORT cumem_status_t cumem_buffer_get_dmabuf(const cumem_buffer_t* buffer, uint32_t flags,
@@ -35,12 +29,7 @@ CUMEM_EXPORT cumem_status_t cumem_buffer_get_dmabuf(const cumem_buffer_t* buffer
              "CUMEM_DMABUF_INIT");
   const DmaBuf d = b.get_dmabuf(flags);
   cumem_dmabuf_t v{};
-  v.fd = d.fd;
-  v.offset = d.offset;
-  v.length = d.length;
-  v.address = d.address;
-  v.device_id = d.device_id;
-  v.whole_allocation = to_bool(d.whole_allocation);
+  copy_fields(v, d);
   write_out_struct(dmabuf, v);
   CUMEM_CATCH
 }

@@ -116,10 +116,7 @@ CUMEM_EXPORT cumem_status_t cumem_graph_memory_resource_get_attributes(
   check_out_struct(attributes, "attributes");
   const GraphMemoryAttributes a = graph_memory_of(resource).attributes();
   cumem_graph_memory_attributes_t v = CUMEM_GRAPH_MEMORY_ATTRIBUTES_INIT;
-  v.reserved_mem_current = a.reserved_mem_current;
-  v.reserved_mem_high = a.reserved_mem_high;
-  v.used_mem_current = a.used_mem_current;
-  v.used_mem_high = a.used_mem_high;
+  copy_fields(v, a);
   write_out_struct(attributes, v);
   CUMEM_CATCH
 }

@@ -10,8 +10,8 @@
 
 #include "../src/buffer.hpp"
 #include "../src/ipc/allocation_handle.hpp"
-#include "../src/ipc/shareable.hpp"
 #include "../src/ipc/transport.hpp"
+#include "../src/resources/ipc_shareable.hpp"
 #include "../src/resources/resource.hpp"
 
 using namespace cumem::core;

@@ -190,14 +190,7 @@ CUMEM_EXPORT cumem_status_t cumem_kernel_get_attributes(const cumem_kernel_t* ke
   check_out_struct(attributes, "attributes");
   const KernelAttributes a = k.attributes();
   cumem_kernel_attributes_t value = default_kernel_attributes;
-  value.max_threads_per_block = a.max_threads_per_block;
-  value.shared_size_bytes = a.shared_size_bytes;
-  value.const_size_bytes = a.const_size_bytes;
-  value.local_size_bytes = a.local_size_bytes;
-  value.num_regs = a.num_regs;
-  value.ptx_version = a.ptx_version;
-  value.binary_version = a.binary_version;
-  value.max_dynamic_shared_size_bytes = a.max_dynamic_shared_size_bytes;
+  copy_fields(value, a);
   write_out_struct(attributes, value);
   CUMEM_CATCH
 }

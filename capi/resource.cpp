@@ -1,6 +1,5 @@
 // cumem_*_resource_create and cumem_resource_* entry points.
 #include "capi.hpp"
-#include "memory_kind.hpp"
 
 #include "../src/nvtx.hpp"
 #include "../src/buffer.hpp"
@@ -228,17 +227,7 @@ CUMEM_EXPORT cumem_status_t cumem_caching_resource_get_statistics(
   check_out_struct(stats, "stats");
   const CachingStatistics c = caching_of(resource).caching_statistics();
   cumem_caching_statistics_t v = CUMEM_CACHING_STATISTICS_INIT;
-  v.bytes_cached = c.bytes_cached;
-  v.bytes_reserved = c.bytes_reserved;
-  v.peak_bytes_reserved = c.peak_bytes_reserved;
-  v.hits = c.hits;
-  v.misses = c.misses;
-  v.stream_reuses = c.stream_reuses;
-  v.oom_retries = c.oom_retries;
-  v.pages_mapped = c.pages_mapped;
-  v.pages_unmapped = c.pages_unmapped;
-  v.capture_pools = c.capture_pools;
-  v.capture_pool_bytes = c.capture_pool_bytes;
+  copy_fields(v, c);
   write_out_struct(stats, v);
   CUMEM_CATCH
 }
@@ -333,7 +322,11 @@ CUMEM_EXPORT cumem_status_t cumem_callback_resource_create(const cumem_device_t*
   out(out_resource, "out_resource");
   const auto c = read_options(callbacks, default_callbacks, "callbacks");
   check_reserved(c.reserved0, "callbacks->reserved0");
-  const MemoryKind kind = to_core(c.memory_kind, "callbacks->memory_kind");
+  if (c.memory_kind < CUMEM_MEMORY_HOST || c.memory_kind > CUMEM_MEMORY_MANAGED)
+    fail(Status::invalid_argument, "callbacks->memory_kind " +
+                                       std::to_string(static_cast<int>(c.memory_kind)) +
+                                       " is not a cumem_memory_kind_t");
+  const MemoryKind kind = static_cast<MemoryKind>(c.memory_kind);  // capi/enums.cpp
   Callbacks cb;
   cb.allocate = c.allocate;
   cb.deallocate = c.deallocate;
@@ -402,14 +395,8 @@ CUMEM_EXPORT cumem_status_t cumem_resource_get_properties(const cumem_resource_t
   check_out_struct(props, "props");
   const ResourceProperties& p = r.properties();
   cumem_resource_properties_t v = CUMEM_RESOURCE_PROPERTIES_INIT;
-  v.kind = static_cast<cumem_resource_kind_t>(p.kind);
-  v.device_accessible = to_bool(p.device_accessible);
-  v.host_accessible = to_bool(p.host_accessible);
-  v.device_id = p.device_id;
+  copy_fields(v, p);
   v.is_stream_ordered = to_bool(p.stream_ordered);
-  v.is_pool = to_bool(p.is_pool);
-  v.ipc_enabled = to_bool(p.ipc_enabled);
-  v.is_imported = to_bool(p.is_imported);
   write_out_struct(props, v);
   CUMEM_CATCH
 }
@@ -421,10 +408,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_get_statistics(const cumem_resource_t
   check_out_struct(stats, "stats");
   const ResourceStatistics s = r.statistics();
   cumem_resource_statistics_t v = CUMEM_RESOURCE_STATISTICS_INIT;
-  v.bytes_in_use = s.bytes_in_use;
-  v.peak_bytes_in_use = s.peak_bytes_in_use;
-  v.live_allocations = s.live_allocations;
-  v.total_allocations = s.total_allocations;
+  copy_fields(v, s);
   write_out_struct(stats, v);
   CUMEM_CATCH
 }
@@ -443,14 +427,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_pool_get_attributes(const cumem_resou
   const PoolResource& r = pool_of(resource, "reading pool attributes");
   const PoolAttributes a = r.pool_get_attributes();
   cumem_pool_attributes_t v = CUMEM_POOL_ATTRIBUTES_INIT;
-  v.reuse_follow_event_dependencies = to_bool(a.reuse_follow_event_dependencies);
-  v.reuse_allow_opportunistic = to_bool(a.reuse_allow_opportunistic);
-  v.reuse_allow_internal_dependencies = to_bool(a.reuse_allow_internal_dependencies);
-  v.release_threshold = a.release_threshold;
-  v.reserved_mem_current = a.reserved_mem_current;
-  v.reserved_mem_high = a.reserved_mem_high;
-  v.used_mem_current = a.used_mem_current;
-  v.used_mem_high = a.used_mem_high;
+  copy_fields(v, a);
   write_out_struct(attributes, v);
   CUMEM_CATCH
 }

@@ -9,28 +9,7 @@
 #include "../src/log.hpp"
 #include "../src/snapshot/oom.hpp"
 
-static_assert(sizeof(cumem_status_t) == 4, "cumem_status_t must be 32 bits");
-#define CUMEM_SAME_STATUS(c, value) \
-  static_assert(static_cast<int>(c) == static_cast<int>(cumem::core::Status::value), #c);
-CUMEM_SAME_STATUS(CUMEM_SUCCESS, success)
-CUMEM_SAME_STATUS(CUMEM_ERROR_INVALID_ARGUMENT, invalid_argument)
-CUMEM_SAME_STATUS(CUMEM_ERROR_OUT_OF_MEMORY, out_of_memory)
-CUMEM_SAME_STATUS(CUMEM_ERROR_NO_DRIVER, no_driver)
-CUMEM_SAME_STATUS(CUMEM_ERROR_NO_DEVICE, no_device)
-CUMEM_SAME_STATUS(CUMEM_ERROR_NOT_SUPPORTED, not_supported)
-CUMEM_SAME_STATUS(CUMEM_ERROR_BUFFER_CLOSED, buffer_closed)
-CUMEM_SAME_STATUS(CUMEM_ERROR_SIZE_MISMATCH, size_mismatch)
-CUMEM_SAME_STATUS(CUMEM_ERROR_OUT_OF_RANGE, out_of_range)
-CUMEM_SAME_STATUS(CUMEM_ERROR_WRONG_DEVICE, wrong_device)
-CUMEM_SAME_STATUS(CUMEM_ERROR_INVALID_STATE, invalid_state)
-CUMEM_SAME_STATUS(CUMEM_ERROR_DRIVER, driver)
-CUMEM_SAME_STATUS(CUMEM_ERROR_NO_COMPILER, no_compiler)
-CUMEM_SAME_STATUS(CUMEM_ERROR_COMPILATION, compilation)
-CUMEM_SAME_STATUS(CUMEM_ERROR_NOT_FOUND, not_found)
-CUMEM_SAME_STATUS(CUMEM_ERROR_INVALID_LAUNCH_CONFIG, invalid_launch_config)
-CUMEM_SAME_STATUS(CUMEM_ERROR_OUT_OF_RESOURCES, out_of_resources)
-CUMEM_SAME_STATUS(CUMEM_ERROR_INTERNAL, internal)
-#undef CUMEM_SAME_STATUS
+// Its values are core::Status's, asserted one by one in capi/enums.cpp.
 
 namespace cumem::capi {
 namespace {

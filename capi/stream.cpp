@@ -136,8 +136,7 @@ CUMEM_EXPORT cumem_status_t cumem_stream_get_capture_info(const cumem_stream_t* 
   check_out_struct(info, "info");
   const CaptureInfo c = capture_info(s);
   cumem_capture_info_t v = CUMEM_CAPTURE_INFO_INIT;
-  v.status = static_cast<cumem_capture_status_t>(c.status);
-  v.id = c.id;
+  copy_fields(v, c);
   write_out_struct(info, v);
   CUMEM_CATCH
 }

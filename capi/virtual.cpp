@@ -139,16 +139,7 @@ CUMEM_EXPORT cumem_status_t cumem_virtual_resource_get_statistics(
   check_out_struct(stats, "stats");
   const VirtualStatistics s = v.virtual_statistics();
   cumem_virtual_statistics_t out_value = CUMEM_VIRTUAL_STATISTICS_INIT;
-  out_value.granularity = s.granularity;
-  out_value.chunk_size = s.chunk_size;
-  out_value.bytes_mapped = s.bytes_mapped;
-  out_value.bytes_reserved = s.bytes_reserved;
-  out_value.bytes_pending = s.bytes_pending;
-  out_value.grows_in_place = s.grows_in_place;
-  out_value.grows_moved = s.grows_moved;
-  out_value.shrinks = s.shrinks;
-  out_value.chunks_created = s.chunks_created;
-  out_value.chunks_released = s.chunks_released;
+  copy_fields(out_value, s);
   write_out_struct(stats, out_value);
   CUMEM_CATCH
 }

@@ -59,12 +59,12 @@ class Buffer : public Object {
   static Ref<Buffer> wrap(void* ptr, size_t size, ReleaseFn release, void* user_data);
   static Ref<Buffer> register_host(Ref<Device> device, void* ptr, size_t size);
   Ref<Buffer> slice(size_t offset, size_t length);
-  // IPC (src/ipc/buffer_ipc.cpp): this buffer's descriptor for another
+  // IPC (src/sharing/buffer_ipc.cpp): this buffer's descriptor for another
   // process, and a buffer opened from another process's descriptor.
   IpcDescriptor get_ipc_descriptor() const;
   static Ref<Buffer> from_ipc_descriptor(Ref<Resource> resource, const uint8_t* descriptor,
                                          const Stream* stream);
-  // IPC of virtual memory (src/ipc/virtual_buffer_ipc.cpp): this buffer's
+  // IPC of virtual memory (src/sharing/virtual_buffer_ipc.cpp): this buffer's
   // chunks as file descriptors, and a buffer mapping another process's.
   Ref<VirtualIpcHandle> get_virtual_ipc_handle() const;
   static Ref<Buffer> from_virtual_ipc_handle(Ref<Device> device, const VirtualIpcHandle& handle,

@@ -13,16 +13,6 @@
 namespace cumem::core {
 namespace {
 
-const char* kind_name(MemoryKind kind) {
-  switch (kind) {
-    case MemoryKind::host: return "host";
-    case MemoryKind::device: return "device";
-    case MemoryKind::pinned: return "pinned";
-    case MemoryKind::managed: return "managed";
-  }
-  return "unknown";
-}
-
 void check_region(const char* which, size_t offset, size_t length, size_t size) {
   if (offset > size || length > size - offset)
     fail(Status::out_of_range, std::string("the ") + which + " region [" + std::to_string(offset) +
@@ -73,8 +63,8 @@ void Buffer::copy(Buffer& dst, size_t dst_offset, const Buffer& src, size_t src_
   CUMEM_CU(cuMemcpyAsync,
            (reinterpret_cast<CUdeviceptr>(d), reinterpret_cast<CUdeviceptr>(s), length,
             native_or_legacy(stream)),
-           "copying " + describe_bytes(length) + " from " + kind_name(src.info_.memory_kind) +
-               " to " + kind_name(dst.info_.memory_kind) + " memory");
+           "copying " + describe_bytes(length) + " from " + memory_kind_name(src.info_.memory_kind) +
+               " to " + memory_kind_name(dst.info_.memory_kind) + " memory");
 }
 
 void Buffer::fill(uint32_t value, uint32_t width, const Stream* stream) {
@@ -117,7 +107,7 @@ void Buffer::fill(uint32_t value, uint32_t width, const Stream* stream) {
   const size_t count = info_.size / width;
   const CUstream s = native_or_legacy(stream);
   const std::string what = "filling " + describe_bytes(info_.size) + " of " +
-                           kind_name(info_.memory_kind) + " memory";
+                           memory_kind_name(info_.memory_kind) + " memory";
   if (width == 1)
     CUMEM_CU(cuMemsetD8Async, (p, static_cast<unsigned char>(value), count, s), what);
   else if (width == 2)
@@ -130,7 +120,7 @@ void Buffer::require_managed(const char* operation) const {
   ensure_open();
   if (info_.memory_kind != MemoryKind::managed)
     fail(Status::invalid_argument, std::string(operation) + " applies to managed memory; this is " +
-                                       kind_name(info_.memory_kind) + " memory");
+                                       memory_kind_name(info_.memory_kind) + " memory");
 }
 
 void Buffer::prefetch(Location location, const Stream* stream) {

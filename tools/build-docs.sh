@@ -8,14 +8,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-if ! command -v doxygen >/dev/null 2>&1; then
-  echo "installing: doxygen"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  if ! { $sudo apt-get update && $sudo apt-get install -y --no-install-recommends doxygen; }; then
-    echo "warning: could not install doxygen; the build below will fail" >&2
-  fi
-fi
+. tools/install-missing.sh
+need doxygen doxygen
+install_needed || echo "the build below will fail" >&2
 
 [ -f build-docs/build.ninja ] || meson setup build-docs -Ddocs=enabled -Dtests=disabled \
   -Dexamples=disabled -Dbenchmarks=disabled

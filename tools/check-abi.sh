@@ -11,12 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v abidw >/dev/null || ! command -v abidiff >/dev/null; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  $sudo apt-get update -q >/dev/null
-  $sudo apt-get install -y -q --no-install-recommends abigail-tools >/dev/null
-fi
+. tools/install-missing.sh
+need abidw abigail-tools
+need abidiff abigail-tools
+install_needed
 
 lib=build/libcumem.so.1
 update=no

@@ -15,18 +15,13 @@ root=$PWD
 # whichever python3 comes first on PATH: Debian's packages are for it).
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3
-missing=""
-"$python" -c 'import mesonpy' 2>/dev/null || missing="$missing python3-mesonpy"
-"$python" -c 'import build.__main__' 2>/dev/null || missing="$missing python3-build"  # not ./build, meson's folder
-"$python" -c 'import pytest' 2>/dev/null || missing="$missing python3-pytest"
-"$python" -c 'import venv, ensurepip' 2>/dev/null || missing="$missing python3-venv"
-command -v patchelf >/dev/null 2>&1 || missing="$missing patchelf"  # meson-python asks for it
-if [ -n "$missing" ]; then
-  echo "installing:$missing"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  $sudo apt-get update && $sudo apt-get install -y --no-install-recommends $missing
-fi
+. tools/install-missing.sh
+"$python" -c 'import mesonpy' 2>/dev/null || need_package python3-mesonpy
+"$python" -c 'import build.__main__' 2>/dev/null || need_package python3-build  # not ./build, meson's folder
+"$python" -c 'import pytest' 2>/dev/null || need_package python3-pytest
+"$python" -c 'import venv, ensurepip' 2>/dev/null || need_package python3-venv
+need patchelf patchelf  # meson-python asks for it
+install_needed
 
 # The wheel. (A build folder kept between runs would save the compile, but
 # Debian 12's meson-python 0.12 cannot start one: its builddir setting

@@ -20,12 +20,9 @@ esac
 each=$((seconds / 2))
 [ "$each" -ge 1 ] || each=1
 
-if ! command -v clang++ >/dev/null 2>&1; then
-  echo "installing: clang (for libFuzzer)"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  $sudo apt-get update && $sudo apt-get install -y --no-install-recommends clang
-fi
+. tools/install-missing.sh
+need clang++ clang  # libFuzzer comes with clang
+install_needed
 
 out=build-fuzz
 if [ ! -f "$out/build.ninja" ]; then

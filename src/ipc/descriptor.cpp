@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "../error.hpp"
+#include "bytes.hpp"
 
 namespace cumem::core {
 namespace {
@@ -21,44 +22,29 @@ constexpr size_t kOffVersion = 8, kOffType = 10, kOffKind = 12, kOffSize = 16, k
                  kOffKey = 140, kOffCrc = 156;
 static_assert(kOffCrc + 4 == kIpcDescriptorSize, "the CRC ends the descriptor");
 
-// Memory kinds, as in core::MemoryKind (this file stays free of C and
-// resource headers: it is plain bytes).
+// The memory kinds in the descriptor's bytes: its own numbering, fixed by
+// the format (0 is never a kind), whatever core::MemoryKind's values are.
 constexpr uint32_t kHost = 1, kDevice = 2, kPinned = 3, kManaged = 4;
 
-// Little-endian, byte by byte: the same bytes on every host.
-void put16(uint8_t* p, uint16_t v) {
-  for (int i = 0; i < 2; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
-uint32_t get32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-uint64_t get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
+uint32_t wire_kind(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::host: return kHost;
+    case MemoryKind::device: return kDevice;
+    case MemoryKind::pinned: return kPinned;
+    case MemoryKind::managed: return kManaged;
+  }
+  return 0;  // not a kind: validate() rejects it
 }
 
-// The table of the reflected polynomial 0xEDB88320, built at compile time.
-struct CrcTable {
-  uint32_t entry[256];
-  constexpr CrcTable() : entry() {
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      entry[i] = c;
-    }
+// Only for a value validate() accepted.
+MemoryKind core_kind(uint32_t wire) {
+  switch (wire) {
+    case kDevice: return MemoryKind::device;
+    case kPinned: return MemoryKind::pinned;
+    case kManaged: return MemoryKind::managed;
+    default: return MemoryKind::host;
   }
-};
-constexpr CrcTable kCrcTable;
+}
 
 template <size_t N>
 bool all_zero(const std::array<uint8_t, N>& bytes) {
@@ -77,14 +63,9 @@ const char* type_name(IpcType type) {
   return "unknown type";
 }
 
+// The name of a kind as the bytes hold it.
 const char* kind_name(uint32_t kind) {
-  switch (kind) {
-    case kHost: return "host";
-    case kDevice: return "device";
-    case kPinned: return "pinned";
-    case kManaged: return "managed";
-  }
-  return "unknown";
+  return kind >= kHost && kind <= kManaged ? memory_kind_name(core_kind(kind)) : "unknown";
 }
 
 std::string hex(const uint8_t* bytes, size_t n) {
@@ -142,9 +123,10 @@ bool fill_from_urandom(uint8_t* out, size_t n, int& error) {
   fail(Status::invalid_argument, "IPC descriptor " + what);
 }
 
-// The field rules, shared by encode() and decode(). Each rule says which
-// field is wrong and what it should be.
-void validate(const IpcDescriptor& d) {
+// The field rules, shared by encode() and decode(), with the memory kind as
+// its bytes hold it (`kind`). Each rule says which field is wrong and what it
+// should be.
+void validate(const IpcDescriptor& d, uint32_t kind) {
   const uint16_t type = static_cast<uint16_t>(d.type);
   if (type < 1 || type > 4)
     reject("type " + std::to_string(type) +
@@ -160,31 +142,31 @@ void validate(const IpcDescriptor& d) {
   switch (d.type) {
     case IpcType::pool_buffer:
       allowed = "device or pinned";
-      kind_ok = d.memory_kind == kDevice || d.memory_kind == kPinned;
+      kind_ok = kind == kDevice || kind == kPinned;
       break;
     case IpcType::legacy_buffer:
       allowed = "device";
-      kind_ok = d.memory_kind == kDevice;
+      kind_ok = kind == kDevice;
       break;
     case IpcType::host_shared_buffer:
       allowed = "host";
-      kind_ok = d.memory_kind == kHost;
+      kind_ok = kind == kHost;
       break;
     case IpcType::pool:
       allowed = "host, device or pinned";
-      kind_ok = d.memory_kind == kHost || d.memory_kind == kDevice || d.memory_kind == kPinned;
+      kind_ok = kind == kHost || kind == kDevice || kind == kPinned;
       break;
   }
   if (!kind_ok)
-    reject(of + "cannot hold memory kind " + std::to_string(d.memory_kind) + " (" +
-           kind_name(d.memory_kind) + "); it must be " + allowed);
-  const bool host = d.memory_kind == kHost;
+    reject(of + "cannot hold memory kind " + std::to_string(kind) + " (" +
+           kind_name(kind) + "); it must be " + allowed);
+  const bool host = kind == kHost;
 
   if (is_buffer && d.size == 0) reject(of + "has size 0");
   if (d.type == IpcType::pool && host && d.size == 0)
     reject("of a host shared pool has arena size 0");
   if (d.type == IpcType::pool && !host && d.size != 0)
-    reject("of a " + std::string(kind_name(d.memory_kind)) + " pool has size " +
+    reject("of a " + std::string(kind_name(kind)) + " pool has size " +
            std::to_string(d.size) + "; only a host shared pool records a size (its arena's)");
 
   const bool has_offset =
@@ -200,7 +182,7 @@ void validate(const IpcDescriptor& d) {
     reject(of + "has a device UUID (" + uuid_string(d.device_uuid) +
            ") for host memory; it must be all zero");
   if (!host && all_zero(d.device_uuid))
-    reject(of + "has an all-zero device UUID for " + kind_name(d.memory_kind) +
+    reject(of + "has an all-zero device UUID for " + kind_name(kind) +
            " memory; it must name the exporter's device");
 
   if (d.type == IpcType::legacy_buffer && !all_zero(d.pool_id))
@@ -229,15 +211,15 @@ void validate(const IpcDescriptor& d) {
 // Bytes 0..kOffTag of `d` (what its tag covers), in `b`.
 void encode_fields(const IpcDescriptor& d, uint8_t* b) {
   std::memcpy(b, kMagic, sizeof kMagic);
-  put16(b + kOffVersion, kIpcFormatVersion);
-  put16(b + kOffType, static_cast<uint16_t>(d.type));
-  put32(b + kOffKind, d.memory_kind);
-  put64(b + kOffSize, d.size);
-  put64(b + kOffOffset, d.offset);
+  put_le<uint16_t>(b + kOffVersion, kIpcFormatVersion);
+  put_le<uint16_t>(b + kOffType, static_cast<uint16_t>(d.type));
+  put_le<uint32_t>(b + kOffKind, wire_kind(d.memory_kind));
+  put_le<uint64_t>(b + kOffSize, d.size);
+  put_le<uint64_t>(b + kOffOffset, d.offset);
   std::memcpy(b + kOffUuid, d.device_uuid.data(), 16);
   std::memcpy(b + kOffPoolId, d.pool_id.data(), 16);
   std::memcpy(b + kOffExport, d.export_data.data(), 64);
-  put32(b + kOffPid, d.exporter_pid);
+  put_le<uint32_t>(b + kOffPid, d.exporter_pid);
 }
 
 uint64_t rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
@@ -252,12 +234,12 @@ void sip_round(uint64_t& v0, uint64_t& v1, uint64_t& v2, uint64_t& v3) {
 }  // namespace
 
 uint64_t siphash24(const IpcKey& key, const uint8_t* data, size_t length) {
-  const uint64_t k0 = get64(key.data()), k1 = get64(key.data() + 8);
+  const uint64_t k0 = get_le<uint64_t>(key.data()), k1 = get_le<uint64_t>(key.data() + 8);
   uint64_t v0 = 0x736f6d6570736575ull ^ k0, v1 = 0x646f72616e646f6dull ^ k1;
   uint64_t v2 = 0x6c7967656e657261ull ^ k0, v3 = 0x7465646279746573ull ^ k1;
   const size_t whole = length - length % 8;
   for (size_t i = 0; i < whole; i += 8) {
-    const uint64_t m = get64(data + i);
+    const uint64_t m = get_le<uint64_t>(data + i);
     v3 ^= m;
     sip_round(v0, v1, v2, v3);
     sip_round(v0, v1, v2, v3);
@@ -289,19 +271,13 @@ bool authentic(const IpcDescriptor& d, const IpcKey& key) {
   return any == 0;
 }
 
-uint32_t ipc_crc32(const uint8_t* data, size_t length) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < length; ++i) c = kCrcTable.entry[(c ^ data[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
 void encode(const IpcDescriptor& d, uint8_t (&out)[kIpcDescriptorSize]) {
-  validate(d);
+  validate(d, wire_kind(d.memory_kind));
   uint8_t b[kIpcDescriptorSize] = {};
   encode_fields(d, b);
-  put64(b + kOffTag, d.tag);
+  put_le<uint64_t>(b + kOffTag, d.tag);
   std::memcpy(b + kOffKey, d.pool_key.data(), 16);
-  put32(b + kOffCrc, ipc_crc32(b, kOffCrc));
+  put_le<uint32_t>(b + kOffCrc, crc32(b, kOffCrc));
   std::memcpy(out, b, sizeof b);
 }
 
@@ -314,10 +290,10 @@ IpcDescriptor decode(const uint8_t* bytes, size_t length) {
   if (magic_bytes != 0 && std::memcmp(bytes, kMagic, magic_bytes) != 0)
     fail(Status::invalid_argument,
          "not a libcumem IPC descriptor: it does not begin with \"CUMEMIPC\"");
-  if (length >= kOffVersion + 2 && get16(bytes + kOffVersion) != kIpcFormatVersion)
-    reject("format version " + std::to_string(get16(bytes + kOffVersion)) +
+  if (length >= kOffVersion + 2 && get_le<uint16_t>(bytes + kOffVersion) != kIpcFormatVersion)
+    reject("format version " + std::to_string(get_le<uint16_t>(bytes + kOffVersion)) +
            "; this libcumem reads version " + std::to_string(kIpcFormatVersion) +
-           (get16(bytes + kOffVersion) == 1
+           (get_le<uint16_t>(bytes + kOffVersion) == 1
                 ? " (version 1, of libcumem 1.0, had no authentication tag: export the buffer "
                   "again with this libcumem)"
                 : ""));
@@ -329,7 +305,7 @@ IpcDescriptor decode(const uint8_t* bytes, size_t length) {
            std::to_string(kIpcFormatVersion) + " descriptor has exactly " +
            std::to_string(kIpcDescriptorSize));
 
-  const uint32_t stored = get32(bytes + kOffCrc), computed = ipc_crc32(bytes, kOffCrc);
+  const uint32_t stored = get_le<uint32_t>(bytes + kOffCrc), computed = crc32(bytes, kOffCrc);
   if (stored != computed) {
     char crcs[64];
     std::snprintf(crcs, sizeof crcs, " (CRC-32 0x%08x stored, 0x%08x computed)", stored, computed);
@@ -337,28 +313,31 @@ IpcDescriptor decode(const uint8_t* bytes, size_t length) {
   }
 
   IpcDescriptor d;
-  d.type = static_cast<IpcType>(get16(bytes + kOffType));
-  d.memory_kind = get32(bytes + kOffKind);
-  d.size = get64(bytes + kOffSize);
-  d.offset = get64(bytes + kOffOffset);
+  d.type = static_cast<IpcType>(get_le<uint16_t>(bytes + kOffType));
+  const uint32_t kind = get_le<uint32_t>(bytes + kOffKind);
+  d.size = get_le<uint64_t>(bytes + kOffSize);
+  d.offset = get_le<uint64_t>(bytes + kOffOffset);
   std::memcpy(d.device_uuid.data(), bytes + kOffUuid, 16);
   std::memcpy(d.pool_id.data(), bytes + kOffPoolId, 16);
   std::memcpy(d.export_data.data(), bytes + kOffExport, 64);
-  d.exporter_pid = get32(bytes + kOffPid);
-  d.tag = get64(bytes + kOffTag);
+  d.exporter_pid = get_le<uint32_t>(bytes + kOffPid);
+  d.tag = get_le<uint64_t>(bytes + kOffTag);
   std::memcpy(d.pool_key.data(), bytes + kOffKey, 16);
-  validate(d);
+  validate(d, kind);
+  d.memory_kind = core_kind(kind);
   return d;
 }
 
 std::string describe(const IpcDescriptor& d) {
   std::string out;
   if (d.type == IpcType::pool) {
-    out = std::string(d.memory_kind == kHost ? "host shared" : kind_name(d.memory_kind)) + " pool";
+    out = std::string(d.memory_kind == MemoryKind::host ? "host shared"
+                                                        : memory_kind_name(d.memory_kind)) +
+          " pool";
     if (d.size != 0) out += " with an arena of " + describe_bytes(d.size);
   } else {
     out = std::string(type_name(d.type)) + " of " + describe_bytes(d.size) + " of " +
-          kind_name(d.memory_kind) + " memory";
+          memory_kind_name(d.memory_kind) + " memory";
     if (d.offset != 0) out += " at offset " + std::to_string(d.offset);
   }
   if (!all_zero(d.device_uuid)) out += " on " + uuid_string(d.device_uuid);

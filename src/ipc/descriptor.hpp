@@ -9,8 +9,8 @@
 //   off   8  u16      format version (1)
 //   off  10  u16      type (IpcType)
 //   off  12  u32      memory kind (1 host, 2 device, 3 pinned, 4 managed:
-//                     the values of core::MemoryKind; cumem_memory_kind_t
-//                     numbers them from 0, and capi/ maps the two)
+//                     the descriptor's own numbering, in which 0 is never a
+//                     kind; descriptor.cpp maps core::MemoryKind to it)
 //   off  16  u64      size: bytes of the buffer; for a pool, bytes of the
 //                     arena of a host shared pool, else 0
 //   off  24  u64      offset: of a host shared buffer in the shared file, of
@@ -28,7 +28,7 @@
 //                     each pool) in a pool descriptor, which travels with
 //                     the pool's file descriptor; all zero in buffer
 //                     descriptors, which never carry it
-//   off 156  u32      CRC-32 (IEEE 802.3, as zlib's crc32) of bytes 0..155
+//   off 156  u32      CRC-32 (bytes.hpp: IEEE 802.3, as zlib's crc32) of bytes 0..155
 //
 // The CRC catches corruption; the tag is what makes a buffer descriptor
 // trustworthy: only a process that holds the pool (and so its key) can make
@@ -41,6 +41,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "../memory_kind.hpp"
 
 namespace cumem::core {
 
@@ -59,7 +61,7 @@ using IpcKey = std::array<uint8_t, 16>;
 
 struct IpcDescriptor {
   IpcType type = IpcType::pool_buffer;
-  uint32_t memory_kind = 0;  // cumem_memory_kind_t / core::MemoryKind value
+  MemoryKind memory_kind = MemoryKind::host;
   uint64_t size = 0, offset = 0;
   std::array<uint8_t, 16> device_uuid{}, pool_id{};
   std::array<uint8_t, 64> export_data{};
@@ -93,8 +95,5 @@ std::string describe(const IpcDescriptor& d);
 // zero.
 std::array<uint8_t, 16> random_pool_id();
 inline IpcKey random_pool_key() { return random_pool_id(); }
-
-// CRC-32 (IEEE 802.3, reflected, as zlib's crc32(0, data, length)).
-uint32_t ipc_crc32(const uint8_t* data, size_t length);
 
 }  // namespace cumem::core

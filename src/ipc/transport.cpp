@@ -16,6 +16,7 @@
 
 #include "../error.hpp"
 #include "../system_error.hpp"
+#include "bytes.hpp"
 
 namespace cumem::core {
 namespace {
@@ -90,12 +91,6 @@ void wait_ready(int socket, short events, const char* doing, size_t done, size_t
   pollfd p{socket, events, 0};
   while (poll(&p, 1, -1) < 0)
     if (errno != EINTR) system_fail(doing, errno, done, total);
-}
-
-uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
-void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v);
-  p[1] = static_cast<uint8_t>(v >> 8);
 }
 
 // Every fd that arrived while receiving one message. The first is kept for
@@ -241,10 +236,10 @@ uint32_t parse_header(const uint8_t* h, uint32_t max_count, bool& has_fd) {
   if (std::memcmp(h, kMagic, sizeof kMagic) != 0)
     fail(Status::invalid_argument,
          doing + "not a libcumem IPC message: it does not begin with \"CUMEMMSG\"");
-  if (get16(h + 8) != kVersion)
-    fail(Status::invalid_argument, doing + "message format version " + std::to_string(get16(h + 8)) +
+  if (get_le<uint16_t>(h + 8) != kVersion)
+    fail(Status::invalid_argument, doing + "message format version " + std::to_string(get_le<uint16_t>(h + 8)) +
                                        "; this libcumem reads version " + std::to_string(kVersion));
-  const uint32_t count = get16(h + 10);
+  const uint32_t count = get_le<uint16_t>(h + 10);
   if (count > max_count)
     fail(Status::invalid_argument, doing + "the message holds " + std::to_string(count) +
                                        " descriptors, more than the " + std::to_string(max_count) +
@@ -276,8 +271,8 @@ void send_message(int socket, int fd, const uint8_t* descriptors, uint32_t count
 
   std::vector<uint8_t> message(kIpcMessageHeaderSize + size_t{count} * kIpcDescriptorSize);
   std::memcpy(message.data(), kMagic, sizeof kMagic);
-  put16(message.data() + 8, kVersion);
-  put16(message.data() + 10, static_cast<uint16_t>(count));
+  put_le<uint16_t>(message.data() + 8, kVersion);
+  put_le<uint16_t>(message.data() + 10, static_cast<uint16_t>(count));
   message[12] = fd >= 0 ? 1 : 0;
   if (count > 0)
     std::memcpy(message.data() + kIpcMessageHeaderSize, descriptors,

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "../error.hpp"
-#include "descriptor.hpp"
+#include "bytes.hpp"
 
 namespace cumem::core {
 namespace {
@@ -17,15 +17,6 @@ static_assert(kOffReserved1 + 24 == kVirtualHeaderSize, "the chunks follow the h
 
 constexpr uint32_t kDevice = 1, kHost = 2, kHostNuma = 3;
 constexpr uint32_t kPosixFd = 0x1, kFabric = 0x8;
-
-void put(uint8_t* p, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint64_t get(const uint8_t* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
 
 bool all_zero(const uint8_t* p, size_t n) {
   for (size_t i = 0; i < n; ++i)
@@ -112,23 +103,23 @@ std::vector<uint8_t> encode_virtual(const VirtualDescriptor& d) {
   const size_t n = d.chunks.size();
   std::vector<uint8_t> b(virtual_descriptor_length(n), 0);  // reserved bytes stay zero
   std::memcpy(b.data(), kMagic, sizeof kMagic);
-  put(b.data() + kOffVersion, kVirtualFormatVersion, 2);
-  put(b.data() + kOffCount, n, 4);
-  put(b.data() + kOffSize, d.size, 8);
-  put(b.data() + kOffMapped, d.mapped(), 8);
-  put(b.data() + kOffLocationType, d.location_type, 4);
-  put(b.data() + kOffLocationId, static_cast<uint32_t>(d.location_id), 4);
+  put_le<uint16_t>(b.data() + kOffVersion, kVirtualFormatVersion);
+  put_le<uint32_t>(b.data() + kOffCount, n);
+  put_le<uint64_t>(b.data() + kOffSize, d.size);
+  put_le<uint64_t>(b.data() + kOffMapped, d.mapped());
+  put_le<uint32_t>(b.data() + kOffLocationType, d.location_type);
+  put_le<uint32_t>(b.data() + kOffLocationId, static_cast<uint32_t>(d.location_id));
   std::memcpy(b.data() + kOffUuid, d.device_uuid.data(), 16);
-  put(b.data() + kOffPid, d.exporter_pid, 4);
-  put(b.data() + kOffHandleTypes, d.handle_types, 4);
-  put(b.data() + kOffGranularity, d.granularity, 8);
+  put_le<uint32_t>(b.data() + kOffPid, d.exporter_pid);
+  put_le<uint32_t>(b.data() + kOffHandleTypes, d.handle_types);
+  put_le<uint64_t>(b.data() + kOffGranularity, d.granularity);
   for (size_t i = 0; i < n; ++i) {
     uint8_t* entry = b.data() + kVirtualHeaderSize + i * kVirtualChunkEntrySize;
-    put(entry, d.chunks[i].offset, 8);
-    put(entry + 8, d.chunks[i].size, 8);
+    put_le<uint64_t>(entry, d.chunks[i].offset);
+    put_le<uint64_t>(entry + 8, d.chunks[i].size);
   }
   const size_t crc_at = b.size() - 4;
-  put(b.data() + crc_at, ipc_crc32(b.data(), crc_at), 4);
+  put_le<uint32_t>(b.data() + crc_at, crc32(b.data(), crc_at));
   return b;
 }
 
@@ -138,11 +129,11 @@ uint32_t virtual_chunk_count(const uint8_t* bytes, size_t length) {
     fail(Status::invalid_argument,
          "not a libcumem virtual IPC descriptor: it does not begin with \"CUMEMVMM\"");
   if (length < kOffCount + 4) reject("truncated: " + std::to_string(length) + " bytes");
-  const uint64_t version = get(bytes + kOffVersion, 2);
+  const uint64_t version = get_le<uint16_t>(bytes + kOffVersion);
   if (version != kVirtualFormatVersion)
     reject("format version " + std::to_string(version) + "; this libcumem reads version " +
            std::to_string(kVirtualFormatVersion));
-  const uint32_t n = static_cast<uint32_t>(get(bytes + kOffCount, 4));
+  const uint32_t n = get_le<uint32_t>(bytes + kOffCount);
   if (n == 0 || n > kVirtualMaxChunks)
     reject("announces " + std::to_string(n) + " chunks; it must have 1 to " +
            std::to_string(kVirtualMaxChunks));
@@ -157,8 +148,8 @@ VirtualDescriptor decode_virtual(const uint8_t* bytes, size_t length) {
            std::to_string(length) + " bytes; a descriptor of " + std::to_string(n) +
            " chunks has exactly " + std::to_string(expected));
   const size_t crc_at = length - 4;
-  const uint32_t stored = static_cast<uint32_t>(get(bytes + crc_at, 4));
-  const uint32_t computed = ipc_crc32(bytes, crc_at);
+  const uint32_t stored = get_le<uint32_t>(bytes + crc_at);
+  const uint32_t computed = crc32(bytes, crc_at);
   if (stored != computed) {
     char crcs[64];
     std::snprintf(crcs, sizeof crcs, " (CRC-32 0x%08x stored, 0x%08x computed)", stored, computed);
@@ -168,21 +159,21 @@ VirtualDescriptor decode_virtual(const uint8_t* bytes, size_t length) {
   if (!all_zero(bytes + kOffReserved0, 2) || !all_zero(bytes + kOffReserved1, 24))
     reject("has non-zero reserved bytes; they must be zero in version 1");
   VirtualDescriptor d;
-  d.size = get(bytes + kOffSize, 8);
-  d.location_type = static_cast<uint32_t>(get(bytes + kOffLocationType, 4));
-  d.location_id = static_cast<int32_t>(static_cast<uint32_t>(get(bytes + kOffLocationId, 4)));
+  d.size = get_le<uint64_t>(bytes + kOffSize);
+  d.location_type = get_le<uint32_t>(bytes + kOffLocationType);
+  d.location_id = static_cast<int32_t>(get_le<uint32_t>(bytes + kOffLocationId));
   std::memcpy(d.device_uuid.data(), bytes + kOffUuid, 16);
-  d.exporter_pid = static_cast<uint32_t>(get(bytes + kOffPid, 4));
-  d.handle_types = static_cast<uint32_t>(get(bytes + kOffHandleTypes, 4));
-  d.granularity = get(bytes + kOffGranularity, 8);
+  d.exporter_pid = get_le<uint32_t>(bytes + kOffPid);
+  d.handle_types = get_le<uint32_t>(bytes + kOffHandleTypes);
+  d.granularity = get_le<uint64_t>(bytes + kOffGranularity);
   d.chunks.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* entry = bytes + kVirtualHeaderSize + i * kVirtualChunkEntrySize;
-    d.chunks[i].offset = get(entry, 8);
-    d.chunks[i].size = get(entry + 8, 8);
+    d.chunks[i].offset = get_le<uint64_t>(entry);
+    d.chunks[i].size = get_le<uint64_t>(entry + 8);
   }
   validate(d);
-  const uint64_t mapped = get(bytes + kOffMapped, 8);
+  const uint64_t mapped = get_le<uint64_t>(bytes + kOffMapped);
   if (mapped != d.mapped())
     reject("says its chunks map " + std::to_string(mapped) + " bytes, but they add up to " +
            std::to_string(d.mapped()));

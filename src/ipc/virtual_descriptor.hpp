@@ -20,7 +20,7 @@
 //   off 64  u64      granularity of the exporter (a power of two)
 //   off 72  24 bytes reserved, zero
 //   off 96  chunks x (u64 offset, u64 size): contiguous from offset 0
-//   then    u32      CRC-32 (ipc_crc32) of every byte before it
+//   then    u32      CRC-32 (bytes.hpp) of every byte before it
 #pragma once
 
 #include <array>

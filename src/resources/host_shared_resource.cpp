@@ -19,8 +19,8 @@
 #include <mutex>
 
 #include "../error.hpp"
-#include "../ipc/shareable.hpp"
 #include "../system_error.hpp"
+#include "ipc_shareable.hpp"
 #include "sync_resource.hpp"
 
 namespace cumem::core {
@@ -68,7 +68,7 @@ class HostSharedBase : public SyncResource, public IpcShareable {
   Ref<AllocationHandle> get_allocation_handle() const override {
     IpcDescriptor d;
     d.type = IpcType::pool;
-    d.memory_kind = static_cast<uint32_t>(MemoryKind::host);
+    d.memory_kind = MemoryKind::host;
     d.size = capacity_;
     d.pool_id = pool_id_;
     d.pool_key = pool_key_;
@@ -80,7 +80,7 @@ class HostSharedBase : public SyncResource, public IpcShareable {
     const uint64_t offset = static_cast<uint64_t>(static_cast<char*>(ptr) - base_);
     IpcDescriptor d;
     d.type = IpcType::host_shared_buffer;
-    d.memory_kind = static_cast<uint32_t>(MemoryKind::host);
+    d.memory_kind = MemoryKind::host;
     d.size = size;
     d.offset = offset;
     d.pool_id = pool_id_;

@@ -53,7 +53,7 @@ class ImportedPoolResource final : public PoolResource {
            "the descriptor's authentication tag does not match the key of " + describe() +
                ": it was not made by a process holding the pool, or a field was changed after "
                "it was made (nothing was opened)");
-    if (d.memory_kind != static_cast<uint32_t>(properties().memory_kind))
+    if (d.memory_kind != properties().memory_kind)
       fail(Status::invalid_argument, "the descriptor's memory kind is not " + describe() + "'s");
     if (properties().memory_kind == MemoryKind::device && d.device_uuid != device_->uuid())
       fail(Status::wrong_device, "the descriptor names memory of another device than " +
@@ -129,7 +129,7 @@ class ImportedPoolResource final : public PoolResource {
 
 Ref<Resource> import_pool(Ref<Device> device, const AllocationHandle& handle) {
   const IpcDescriptor& pool = handle.pool();
-  const bool pinned = static_cast<MemoryKind>(pool.memory_kind) == MemoryKind::pinned;
+  const bool pinned = pool.memory_kind == MemoryKind::pinned;
   ResourceProperties props;
   props.kind = pinned ? ResourceKind::pinned : ResourceKind::device;
   props.memory_kind = pinned ? MemoryKind::pinned : MemoryKind::device;

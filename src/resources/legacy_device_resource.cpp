@@ -12,9 +12,9 @@
 #include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
-#include "../ipc/shareable.hpp"
 #include "../unmap_events.hpp"
 #include "dmabuf_source.hpp"
+#include "ipc_shareable.hpp"
 #include "sync_resource.hpp"
 
 namespace cumem::core {
@@ -57,7 +57,7 @@ class LegacyDeviceResource final : public SyncResource, public IpcShareable, pub
     CUMEM_CU(cuIpcGetMemHandle, (&handle, base), "exporting a buffer with cuIpcGetMemHandle");
     IpcDescriptor d;
     d.type = IpcType::legacy_buffer;
-    d.memory_kind = static_cast<uint32_t>(MemoryKind::device);
+    d.memory_kind = MemoryKind::device;
     d.size = size;
     d.offset = reinterpret_cast<CUdeviceptr>(ptr) - base;
     d.device_uuid = device_->uuid();

@@ -43,7 +43,7 @@ Ref<AllocationHandle> PoolResource::get_allocation_handle() const {
   exported_.store(true, std::memory_order_release);
   IpcDescriptor d;
   d.type = IpcType::pool;
-  d.memory_kind = static_cast<uint32_t>(properties().memory_kind);
+  d.memory_kind = properties().memory_kind;
   d.device_uuid = device_->uuid();
   d.pool_id = pool_id_;
   d.pool_key = pool_key_;
@@ -64,7 +64,7 @@ IpcDescriptor PoolResource::get_ipc_descriptor(void* ptr, size_t size) const {
            "exporting a buffer of " + describe_bytes(size) + " from " + describe());
   IpcDescriptor d;
   d.type = IpcType::pool_buffer;
-  d.memory_kind = static_cast<uint32_t>(properties().memory_kind);
+  d.memory_kind = properties().memory_kind;
   d.size = size;
   d.device_uuid = device_->uuid();
   d.pool_id = pool_id_;

@@ -7,9 +7,9 @@
 #include <atomic>
 #include <memory>
 
-#include "../ipc/shareable.hpp"
 #include "byte_budget.hpp"
 #include "dmabuf_source.hpp"
+#include "ipc_shareable.hpp"
 #include "resource.hpp"
 #include "snapshottable.hpp"
 #include "trimmable.hpp"

@@ -11,6 +11,7 @@
 
 #include "../device.hpp"
 #include "../location.hpp"
+#include "../memory_kind.hpp"
 #include "../object.hpp"
 #include "../stream.hpp"
 #include "statistics.hpp"
@@ -23,10 +24,6 @@ enum class ResourceKind {
   legacy_device = 7, host_shared = 8, caching = 9, tracking = 10, logging = 11,
   callback = 12, aligned = 13, virtual_memory = 14, graph_memory = 15, failure_callback = 16,
 };
-
-// What a buffer's memory is. The values are the IPC descriptor's (1..4);
-// the C ABI's cumem_memory_kind_t numbers them from 0 (capi/memory_kind.hpp).
-enum class MemoryKind { host = 1, device = 2, pinned = 3, managed = 4 };
 
 struct ResourceProperties {
   ResourceKind kind = ResourceKind::host;

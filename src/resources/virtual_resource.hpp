@@ -14,9 +14,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../ipc/shareable.hpp"
 #include "../vmm/release_queue.hpp"
 #include "dmabuf_source.hpp"
+#include "ipc_shareable.hpp"
 #include "resource.hpp"
 #include "snapshottable.hpp"
 

@@ -7,7 +7,6 @@
 namespace cumem::core::snapshot {
 
 const char* kind_name(ResourceKind kind) noexcept;
-const char* memory_name(MemoryKind kind) noexcept;
 const char* segment_kind_name(SegmentKind kind) noexcept;
 const char* block_state_name(BlockState state) noexcept;
 

@@ -35,16 +35,6 @@ const char* kind_name(ResourceKind kind) noexcept {
   return "unknown";
 }
 
-const char* memory_name(MemoryKind kind) noexcept {
-  switch (kind) {
-    case MemoryKind::host: return "host";
-    case MemoryKind::device: return "device";
-    case MemoryKind::pinned: return "pinned";
-    case MemoryKind::managed: return "managed";
-  }
-  return "unknown";
-}
-
 const char* segment_kind_name(SegmentKind kind) noexcept {
   switch (kind) {
     case SegmentKind::segment: return "segment";
@@ -92,7 +82,7 @@ void optional_id(Json& j, const char* key, uint64_t id) {
 void write_resource(Json& j, const ResourceEntry& e, bool with_totals) {
   j.begin_object().field("id", e.id).field("kind", kind_name(e.properties.kind));
   j.field("name", e.name).field("device", e.properties.device_id);
-  j.field("memory", memory_name(e.properties.memory_kind));
+  j.field("memory", memory_kind_name(e.properties.memory_kind));
   optional_id(j, "upstream", e.upstream);
   j.field("stream_ordered", e.properties.stream_ordered).field("is_pool", e.properties.is_pool);
   j.key("statistics").begin_object()

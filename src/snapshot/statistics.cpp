@@ -102,7 +102,7 @@ std::string memory_summary() {
   std::function<void(const ResourceEntry&, int)> show = [&](const ResourceEntry& e, int depth) {
     const std::string indent(static_cast<size_t>(2 + 4 * depth), ' ');
     std::string line = indent + "#" + std::to_string(e.id) + " " + e.name + " [" +
-                       kind_name(e.properties.kind) + ", " + memory_name(e.properties.memory_kind);
+                       kind_name(e.properties.kind) + ", " + memory_kind_name(e.properties.memory_kind);
     if (e.properties.device_id >= 0) line += ", device " + std::to_string(e.properties.device_id);
     line += "]";
     if (shown.count(e.id)) {

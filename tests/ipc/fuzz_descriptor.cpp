@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "error.hpp"
+#include "ipc/bytes.hpp"
 #include "ipc/descriptor.hpp"
 
 namespace {
@@ -35,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == kIpcDescriptorSize) {
     uint8_t sealed[kIpcDescriptorSize];
     std::memcpy(sealed, data, size);
-    const uint32_t crc = ipc_crc32(sealed, 156);
+    const uint32_t crc = crc32(sealed, 156);
     for (int i = 0; i < 4; ++i) sealed[156 + i] = static_cast<uint8_t>(crc >> (8 * i));
     check(sealed, size);
   }

@@ -17,8 +17,8 @@
 #include <cumem/cumem.h>
 
 #include "error.hpp"
+#include "ipc/bytes.hpp"
 #include "ipc/descriptor.hpp"
-#include "resources/resource.hpp"
 
 using cumem::core::decode;
 using cumem::core::encode;
@@ -32,13 +32,22 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-// The memory kind field holds the core's values (1..4, so that 0 is never a
-// kind); the C ABI's cumem_memory_kind_t starts at 0 and capi/ maps them.
-constexpr uint32_t kHost = 1, kDevice = 2, kPinned = 3, kManaged = 4;
-static_assert(kHost == static_cast<uint32_t>(cumem::core::MemoryKind::host) &&
-              kDevice == static_cast<uint32_t>(cumem::core::MemoryKind::device) &&
-              kPinned == static_cast<uint32_t>(cumem::core::MemoryKind::pinned) &&
-              kManaged == static_cast<uint32_t>(cumem::core::MemoryKind::managed));
+using cumem::core::MemoryKind;
+constexpr MemoryKind kHost = MemoryKind::host, kDevice = MemoryKind::device,
+                     kPinned = MemoryKind::pinned, kManaged = MemoryKind::managed;
+
+// The memory kind as the bytes hold it: the format's own numbering (1 host,
+// 2 device, 3 pinned, 4 managed; 0 is never a kind), written out here from
+// the layout, whatever the core's values are.
+uint32_t wire_kind(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::host: return 1;
+    case MemoryKind::device: return 2;
+    case MemoryKind::pinned: return 3;
+    case MemoryKind::managed: return 4;
+  }
+  return 0;
+}
 
 Bytes from_hex(const char* text) {
   Bytes out;
@@ -154,7 +163,7 @@ std::vector<IpcDescriptor> valid_descriptors() {
   p.tag = 0;
   p.pool_key = sequence<16>(0x91, 3);
   all.push_back(p);
-  for (uint32_t kind : {kDevice, kPinned}) {  // exported driver pools: no size
+  for (MemoryKind kind : {kDevice, kPinned}) {  // exported driver pools: no size
     IpcDescriptor q = p;
     q.memory_kind = kind;
     q.size = 0;
@@ -174,7 +183,7 @@ Bytes raw_encode(const IpcDescriptor& d) {
   };
   put(8, 2, 2);
   put(10, static_cast<uint16_t>(d.type), 2);
-  put(12, d.memory_kind, 4);
+  put(12, wire_kind(d.memory_kind), 4);
   put(16, d.size, 8);
   put(24, d.offset, 8);
   std::memcpy(&b[32], d.device_uuid.data(), 16);
@@ -183,12 +192,12 @@ Bytes raw_encode(const IpcDescriptor& d) {
   put(128, d.exporter_pid, 4);
   put(132, d.tag, 8);
   std::memcpy(&b[140], d.pool_key.data(), 16);
-  put(156, cumem::core::ipc_crc32(b.data(), 156), 4);
+  put(156, cumem::core::crc32(b.data(), 156), 4);
   return b;
 }
 
 void reseal(Bytes& b) {
-  const uint32_t crc = cumem::core::ipc_crc32(b.data(), 156);
+  const uint32_t crc = cumem::core::crc32(b.data(), 156);
   for (int i = 0; i < 4; ++i) b[156 + i] = static_cast<uint8_t>(crc >> (8 * i));
 }
 
@@ -234,8 +243,8 @@ void expect_equal(const IpcDescriptor& a, const IpcDescriptor& b) {
 
 TEST(IpcCrc, MatchesTheStandardCheckValue) {
   const char* check = "123456789";
-  EXPECT_EQ(cumem::core::ipc_crc32(reinterpret_cast<const uint8_t*>(check), 9), 0xCBF43926u);
-  EXPECT_EQ(cumem::core::ipc_crc32(nullptr, 0), 0u);
+  EXPECT_EQ(cumem::core::crc32(reinterpret_cast<const uint8_t*>(check), 9), 0xCBF43926u);
+  EXPECT_EQ(cumem::core::crc32(nullptr, 0), 0u);
 }
 
 // SipHash-2-4's reference vectors (key 00..0f, message 00..n-1).
@@ -390,10 +399,6 @@ std::vector<FieldCase> field_cases() {
       "pool buffer cannot hold memory kind 1 (host); it must be device or pinned");
   add("managed pool buffer", pool_buffer, [](IpcDescriptor& d) { d.memory_kind = kManaged; },
       "pool buffer cannot hold memory kind 4 (managed); it must be device or pinned");
-  add("kind 0", pool_buffer, [](IpcDescriptor& d) { d.memory_kind = 0; },
-      "memory kind 0 (unknown)");
-  add("kind 99", device_pool, [](IpcDescriptor& d) { d.memory_kind = 99; },
-      "pool cannot hold memory kind 99 (unknown); it must be host, device or pinned");
   add("pinned legacy", legacy, [](IpcDescriptor& d) { d.memory_kind = kPinned; },
       "legacy buffer cannot hold memory kind 3 (pinned); it must be device");
   add("device host buffer", host_buffer, [](IpcDescriptor& d) { d.memory_kind = kDevice; },
@@ -465,6 +470,34 @@ TEST(IpcDescriptor, EveryFieldRuleIsCheckedByDecodeAndEncode) {
     EXPECT_HAS(error_of([&] { encode(c.descriptor, out); }), c.fragment);
     for (uint8_t byte : out) ASSERT_EQ(byte, 0xee) << "encode wrote a rejected descriptor";
   }
+}
+
+// A kind that the bytes hold but the format does not know (the core's
+// MemoryKind cannot name one) is refused by decode; encode refuses a
+// MemoryKind value that is none of the kinds.
+TEST(IpcDescriptor, UnknownMemoryKindsAreRejected) {
+  const std::vector<IpcDescriptor> v = valid_descriptors();
+  const struct {
+    uint32_t kind;
+    IpcDescriptor base;
+    const char* fragment;
+  } cases[] = {
+      {0, v[0], "pool buffer cannot hold memory kind 0 (unknown); it must be device or pinned"},
+      {5, v[2], "legacy buffer cannot hold memory kind 5 (unknown); it must be device"},
+      {99, v[5], "pool cannot hold memory kind 99 (unknown); it must be host, device or pinned"},
+      {0xffffffffu, v[3], "memory kind 4294967295 (unknown)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.kind);
+    Bytes b = raw_encode(c.base);
+    for (int i = 0; i < 4; ++i) b[12 + i] = static_cast<uint8_t>(c.kind >> (8 * i));
+    reseal(b);
+    EXPECT_HAS(decode_error(b), c.fragment);
+  }
+  IpcDescriptor d = v[0];
+  d.memory_kind = static_cast<MemoryKind>(7);
+  uint8_t out[kIpcDescriptorSize];
+  EXPECT_HAS(error_of([&] { encode(d, out); }), "memory kind 0 (unknown)");
 }
 
 // The fuzzer's seeds (tests/ipc/make_corpus.py, which builds them with

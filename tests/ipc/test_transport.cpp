@@ -87,7 +87,7 @@ Bytes descriptors(uint32_t count) {
   for (uint32_t i = 0; i < count; ++i) {
     IpcDescriptor d;
     d.type = IpcType::host_shared_buffer;
-    d.memory_kind = 1;
+    d.memory_kind = cumem::core::MemoryKind::host;
     d.size = i + 1;
     d.offset = 4096 * i;
     d.pool_id.fill(0x5a);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "error.hpp"
+#include "ipc/bytes.hpp"
 #include "ipc/descriptor.hpp"
 #include "ipc/virtual_descriptor.hpp"
 
@@ -18,7 +19,7 @@ namespace {
 using cumem::core::decode_virtual;
 using cumem::core::encode_virtual;
 using cumem::core::Error;
-using cumem::core::ipc_crc32;
+using cumem::core::crc32;
 using cumem::core::Status;
 using cumem::core::VirtualDescriptor;
 
@@ -40,7 +41,7 @@ void put(std::vector<uint8_t>& b, size_t at, uint64_t v, int n) {
 }
 void reseal(std::vector<uint8_t>& b) {
   const size_t at = b.size() - 4;
-  put(b, at, ipc_crc32(b.data(), at), 4);
+  put(b, at, crc32(b.data(), at), 4);
 }
 
 std::string refusal(const std::vector<uint8_t>& b) {
@@ -70,7 +71,7 @@ TEST(VirtualDescriptor, LayoutIsFixed) {
   EXPECT_EQ(b[96 + 16 + 10], 2);  // chunk 1 offset 0x20000
   const uint32_t crc = b[b.size() - 4] | b[b.size() - 3] << 8 | b[b.size() - 2] << 16 |
                        uint32_t(b[b.size() - 1]) << 24;
-  EXPECT_EQ(crc, ipc_crc32(b.data(), b.size() - 4));
+  EXPECT_EQ(crc, crc32(b.data(), b.size() - 4));
 }
 
 TEST(VirtualDescriptor, RoundTrips) {

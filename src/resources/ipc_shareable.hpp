@@ -8,8 +8,8 @@
 
 #include "../object.hpp"
 #include "../stream.hpp"
-#include "allocation_handle.hpp"
-#include "descriptor.hpp"
+#include "../ipc/allocation_handle.hpp"
+#include "../ipc/descriptor.hpp"
 
 namespace cumem::core {
 

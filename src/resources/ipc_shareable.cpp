@@ -1,10 +1,10 @@
-#include "shareable.hpp"
+#include "ipc_shareable.hpp"
 
 #include <map>
 #include <mutex>
 
 #include "../error.hpp"
-#include "../resources/resource.hpp"
+#include "resource.hpp"
 
 namespace cumem::core {
 
@@ -65,7 +65,7 @@ Ref<Resource> import_host_shared(Ref<Device> device, const AllocationHandle& han
 
 Ref<Resource> import_resource(Ref<Device> device, Ref<AllocationHandle> handle) {
   const IpcDescriptor& pool = handle->pool();
-  switch (static_cast<MemoryKind>(pool.memory_kind)) {
+  switch (pool.memory_kind) {
     case MemoryKind::host:
       return import_once(pool.pool_id, import_host_shared, nullptr, *handle);
     case MemoryKind::device:
@@ -73,7 +73,7 @@ Ref<Resource> import_resource(Ref<Device> device, Ref<AllocationHandle> handle) 
       if (!device)
         fail(Status::invalid_argument,
              "importing " + describe(pool) + " needs the device whose context maps it");
-      if (static_cast<MemoryKind>(pool.memory_kind) == MemoryKind::device &&
+      if (pool.memory_kind == MemoryKind::device &&
           device->uuid() != pool.device_uuid)
         fail(Status::wrong_device, "the pool lives on another device than " +
                                        device->describe() + " (its UUID differs)");

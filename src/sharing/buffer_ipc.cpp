@@ -3,7 +3,7 @@
 // only it knows (closed, a slice).
 #include "../buffer.hpp"
 #include "../error.hpp"
-#include "shareable.hpp"
+#include "../resources/ipc_shareable.hpp"
 
 namespace cumem::core {
 namespace {

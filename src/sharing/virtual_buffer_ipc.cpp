@@ -4,8 +4,8 @@
 // what only it knows (closed, a slice).
 #include "../buffer.hpp"
 #include "../error.hpp"
+#include "../ipc/virtual_handle.hpp"
 #include "../resources/virtual_resource.hpp"
-#include "virtual_handle.hpp"
 
 namespace cumem::core {
 
