@@ -56,7 +56,9 @@ class Fabric : public ::testing::Test {
       EXPECT_EQ(cumem_resource_get_properties(r, &p), CUMEM_SUCCESS);
       c.ipc_enabled = p.ipc_enabled;
     }
-    if (b) EXPECT_TRUE(fake.chunk_prop(buffer_address(b), &c.handle_types, &c.gpu_direct_rdma));
+    if (b) {
+      EXPECT_TRUE(fake.chunk_prop(buffer_address(b), &c.handle_types, &c.gpu_direct_rdma));
+    }
     cumem_buffer_release(b);
     cumem_resource_release(r);
     cumem_device_release(d);
