@@ -23,22 +23,11 @@
 
 #include "cumem/cumem.h"
 #include "fake_vmm.hpp"
+#include "host_upstream.hpp"
 
 namespace {
 
 constexpr uint64_t GiB = uint64_t{1} << 30;
-int64_t upstream_bytes = 0;
-
-int32_t upstream_allocate(size_t size, void*, void*, void** out) {
-  *out = std::malloc(size);
-  if (*out) upstream_bytes += static_cast<int64_t>(size);
-  return *out ? 0 : 1;
-}
-void upstream_deallocate(void* ptr, size_t size, void*, void*) {
-  upstream_bytes -= static_cast<int64_t>(size);
-  std::free(ptr);
-}
-
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "replay_trace: %s\n", what.c_str());
   std::exit(2);
@@ -78,13 +67,8 @@ int main(int argc, char** argv) {
   fake.set_memory(140 * GiB);  // an H200's; nothing is touched, the fake maps on demand
   cumem_device_t* device = nullptr;
   check(cumem_device_get(0, &device), "cumem_device_get");
-  cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
-  c.memory_kind = CUMEM_MEMORY_DEVICE;
-  c.allocate = upstream_allocate;
-  c.deallocate = upstream_deallocate;
-  c.stream_ordered = CUMEM_TRUE;
   cumem_resource_t* upstream = nullptr;
-  check(cumem_callback_resource_create(device, &c, &upstream), "cumem_callback_resource_create");
+  check(host_upstream_create(device, &upstream), "the upstream (a callback resource)");
   cumem_caching_resource_options_t o = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
   o.expandable = CUMEM_TRUE;
   o.page_size = page_size;
@@ -96,7 +80,7 @@ int main(int argc, char** argv) {
   std::vector<Block> blocks;
   std::vector<Run> runs(1);
   uint64_t in_use = 0;
-  auto held = [&] { return fake.counts().live_bytes + static_cast<uint64_t>(upstream_bytes); };
+  auto held = [&] { return fake.counts().live_bytes + static_cast<uint64_t>(upstream_bytes.load()); };
   std::string line;
   size_t number = 0;
   while (std::getline(std::cin, line)) {

@@ -17,24 +17,13 @@
 #include <vector>
 
 #include "fake_vmm.hpp"
+#include "host_upstream.hpp"
 #include "test_util.hpp"
 
 namespace {
 
 constexpr size_t KiB = size_t{1} << 10;
 constexpr size_t MiB = size_t{1} << 20;
-
-std::atomic<int64_t> upstream_bytes{0};
-
-int32_t upstream_allocate(size_t size, void*, void*, void** out) {
-  *out = std::aligned_alloc(256, (size + 255) / 256 * 256);
-  if (*out) upstream_bytes += static_cast<int64_t>(size);
-  return *out ? 0 : 1;
-}
-void upstream_deallocate(void* ptr, size_t size, void*, void*) {
-  upstream_bytes -= static_cast<int64_t>(size);
-  std::free(ptr);
-}
 
 cumem_caching_statistics_t caching_of(const cumem_resource_t* r) {
   cumem_caching_statistics_t c = CUMEM_CACHING_STATISTICS_INIT;
@@ -50,12 +39,7 @@ class ExpandableCache : public ::testing::Test {
     fake.reset();
     fake.set_memory(uint64_t{1} << 30);  // ranges of 1.125 GiB
     CUMEM_ASSERT_OK(cumem_device_get(0, &device));
-    cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
-    c.memory_kind = CUMEM_MEMORY_DEVICE;
-    c.allocate = upstream_allocate;
-    c.deallocate = upstream_deallocate;
-    c.stream_ordered = CUMEM_TRUE;
-    CUMEM_ASSERT_OK(cumem_callback_resource_create(device, &c, &upstream));
+    CUMEM_ASSERT_OK(host_upstream_create(device, &upstream));
     CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &stream));
     cache = make(20 * MiB);  // the tests count pages of 20 MiB
     ASSERT_NE(cache, nullptr) << cumem_last_error_message();
