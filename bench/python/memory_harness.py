@@ -22,7 +22,9 @@ Measures, the same for every allocator:
   peak in use  the allocator's own peak of bytes handed out (PyTorch:
                max_memory_allocated; libcumem: the framework resource's
                peak_bytes_in_use), minus what was in use at the baseline;
-  steps/s      over the timed steps (after the warm-up steps).
+  steps/s      over the timed steps (after the warm-up steps) of the first
+               run, where the allocator takes its memory from the GPU, and
+               of the second, where it serves everything from what it holds.
 The baseline is taken after a warm-up on a small model of the same shape (so
 that kernels are loaded and library handles made), everything freed and the
 allocator's cache emptied.
@@ -204,9 +206,10 @@ def run_child(workload, allocator_name, steps, warmup, seed):
     peak = allocator.peak_in_use_since_start()
     # The same training once more in this process: it must end where the
     # first one did (nothing kept growing).
-    _, end_second = train(allocator, workload, shapes, warmup)
+    steps_per_s_second, end_second = train(allocator, workload, shapes, warmup)
     result = {"workload": workload.name, "allocator": allocator_name,
-              "steps_per_s": steps_per_s, "taken": taken, "peak_in_use": peak,
+              "steps_per_s": steps_per_s, "steps_per_s_second": steps_per_s_second,
+              "taken": taken, "peak_in_use": peak,
               "end_first": end_first, "end_second": end_second}
     result.update(allocator.details())
     return result
@@ -245,12 +248,12 @@ def run_all(script, args, extra=()):
 
 def print_training_table(rows):
     print("| workload | allocator | taken (GiB) | peak in use (GiB) | taken / peak in use "
-          "| steps/s | end of run 1 / run 2 (GiB) | process (s) |")
+          "| steps/s run 1 / run 2 | end of run 1 / run 2 (GiB) | process (s) |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         ratio = r["taken"] / r["peak_in_use"] if r["peak_in_use"] else float("nan")
         print(f"| {r['workload']} | {r['allocator']} | {r['taken'] / GiB:.2f} | "
-              f"{r['peak_in_use'] / GiB:.2f} | {ratio:.3f} | {r['steps_per_s']:.1f} | "
+              f"{r['peak_in_use'] / GiB:.2f} | {ratio:.3f} | {r['steps_per_s']:.1f} / {r['steps_per_s_second']:.1f} | "
               f"{r['end_first'] / GiB:.2f} / {r['end_second'] / GiB:.2f} | {r['wall_s']:.0f} |")
     mapped = [r for r in rows if "caching" in r and r["caching"].get("pages_mapped")]
     for r in mapped:

@@ -180,6 +180,13 @@ std::vector<CUmemAccessDesc> Range::access_descriptors() const {
   return out;
 }
 
+void Range::set_access_over(size_t offset, size_t bytes,
+                            const std::vector<CUmemAccessDesc>& access) const {
+  if (access.empty() || bytes == 0) return;
+  CUMEM_CU(cuMemSetAccess, (address() + offset, bytes, access.data(), access.size()),
+           "setting the access to " + span(offset, bytes) + " of " + spec_->describe());
+}
+
 std::unique_ptr<Mapping> Range::map_with_access(size_t offset, std::shared_ptr<Chunk> chunk) const {
   std::unique_ptr<Mapping> m = Mapping::map(address() + offset, std::move(chunk));
   m->set_access(access_descriptors());  // on a throw, `m` unmaps
@@ -195,15 +202,24 @@ void Range::map(size_t offset, size_t bytes, size_t chunk_size) {
   // Built apart and merged at the end (std::map::merge moves nodes and
   // allocates nothing), so a throw anywhere leaves the range as it was and
   // `made` unmaps and releases what this call created.
+  // The access is set once per reservation over all its new chunks (one
+  // cuMemSetAccess, as the driver allows over adjacent mappings), not per
+  // chunk: each call costs as much as a map, and the expandable cache maps
+  // many small pages at a time.
   std::map<size_t, std::unique_ptr<Mapping>> made;
+  const std::vector<CUmemAccessDesc> access = access_descriptors();
   const size_t end = offset + bytes;
+  size_t unset = offset;  // the first new chunk whose access is not set
   for (size_t at = offset; at < end;) {
-    const size_t room = reservation_end(at) - at;
+    const size_t reservation = reservation_end(at);
     size_t piece = end - at < chunk_size ? end - at : chunk_size;
-    if (piece > room) piece = room;
-    std::unique_ptr<Mapping> m = map_with_access(at, Chunk::create(spec_, piece));
-    made.emplace(at, std::move(m));
+    if (piece > reservation - at) piece = reservation - at;
+    made.emplace(at, Mapping::map(address() + at, Chunk::create(spec_, piece)));
     at += piece;
+    if (at == end || at == reservation) {
+      set_access_over(unset, at - unset, access);
+      unset = at;
+    }
   }
   mappings_.merge(made);
   mapped_ += bytes;

@@ -213,6 +213,9 @@ class Range {
   // Where the reservation holding `offset` ends (an offset).
   size_t reservation_end(size_t offset) const;
   std::vector<CUmemAccessDesc> access_descriptors() const;
+  // cuMemSetAccess of `access` over [offset, offset + bytes), mapped chunks
+  // of one reservation; nothing for an empty list.
+  void set_access_over(size_t offset, size_t bytes, const std::vector<CUmemAccessDesc>& access) const;
   std::unique_ptr<Mapping> map_with_access(size_t offset, std::shared_ptr<Chunk> chunk) const;
 
   std::shared_ptr<const Spec> spec_;

@@ -90,8 +90,8 @@ TEST_F(VmmRange, MapsChunksOfTheChosenSizeAndGivesEveryHandleBack) {
     fake.reset();
     r->map(0, 5 * kGranule, 2 * kGranule);  // chunks of 2, 2 and 1 granules
     EXPECT_EQ(fake.log(),
-              "cuMemCreate cuMemMap cuMemSetAccess cuMemCreate cuMemMap cuMemSetAccess "
-              "cuMemCreate cuMemMap cuMemSetAccess ");
+              "cuMemCreate cuMemMap cuMemCreate cuMemMap cuMemCreate cuMemMap cuMemSetAccess ")
+        << "the access is set once over the chunks of one map";
     EXPECT_EQ(r->mapped(), 5 * kGranule);
     {
       const std::vector<vmm::ChunkInfo> chunks = r->chunks();  // each holds a share
@@ -171,7 +171,7 @@ TEST_F(VmmRange, AFailedMapRollsBackEverythingItMade) {
       {"cuMemMap", 1, CUDA_ERROR_INVALID_VALUE, Status::driver},
       {"cuMemMap", 2, CUDA_ERROR_OUT_OF_MEMORY, Status::out_of_memory},
       {"cuMemSetAccess", 1, CUDA_ERROR_INVALID_DEVICE, Status::no_device},
-      {"cuMemSetAccess", 3, CUDA_ERROR_UNKNOWN, Status::driver},
+      {"cuMemSetAccess", 1, CUDA_ERROR_UNKNOWN, Status::driver},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.call) + " #" + std::to_string(c.nth));
@@ -276,7 +276,23 @@ TEST_F(VmmRange, ExtendsInPlaceWhereTheAddressesAfterItAreFree) {
   ASSERT_EQ(chunks.size(), 2u) << "... is cut at the end of the first reservation";
   EXPECT_EQ(chunks[0].size, kGranule);
   EXPECT_EQ(chunks[1].size, 2 * kGranule);
+  EXPECT_EQ(fake.log(), "cuMemCreate cuMemMap cuMemSetAccess cuMemCreate cuMemMap cuMemSetAccess ")
+      << "the access is set once per reservation";
   std::memset(at(*r, kGranule), 1, 3 * kGranule);
+
+  // The access of the second reservation's chunks fails: the whole map is
+  // undone, the first reservation's chunk too.
+  r->unmap(0, 4 * kGranule);
+  fake.fail("cuMemSetAccess", 2, CUDA_ERROR_UNKNOWN);
+  const FakeVmmCounts before_failure = fake.counts();
+  std::string why;
+  EXPECT_EQ(status_of([&] { r->map(kGranule, 3 * kGranule, kGranule); }, &why), Status::driver);
+  EXPECT_NE(why.find("cuMemSetAccess"), std::string::npos) << why;
+  EXPECT_EQ(fake.counts().live_handles, before_failure.live_handles);
+  EXPECT_EQ(fake.counts().live_mappings, before_failure.live_mappings);
+  EXPECT_EQ(r->mapped(), 0u);
+  r->map(kGranule, 3 * kGranule, kGranule);
+  EXPECT_EQ(r->mapped(), 3 * kGranule);
 
   fake.refuse_hints(true);
   const FakeVmmCounts before = fake.counts();

@@ -46,9 +46,18 @@ struct Block {
 // One run's numbers: the peak of what the cache holds (mapped pages plus
 // the upstream's small blocks) and of the bytes in use, and what it holds
 // at the end.
+// `recycles`: allocations that unmapped fragments' pages (each waited for
+// the device); `pages_mapped`: pages the run's allocations mapped.
 struct Run {
   uint64_t peak_held = 0, peak_in_use = 0, end_held = 0;
+  uint64_t recycles = 0, pages_mapped = 0;
 };
+
+cumem_caching_statistics_t statistics(const cumem_resource_t* cache) {
+  cumem_caching_statistics_t s = CUMEM_CACHING_STATISTICS_INIT;
+  check(cumem_caching_resource_get_statistics(cache, &s), "the cache's statistics");
+  return s;
+}
 
 }  // namespace
 
@@ -90,15 +99,18 @@ int main(int argc, char** argv) {
     if (line[0] == 'a') {
       Block b;
       b.size = std::strtoull(line.c_str() + 2, nullptr, 10);
+      const cumem_caching_statistics_t before = statistics(cache);
       check(cumem_resource_allocate_raw(cache, b.size, stream, &b.ptr), "an allocation");
+      const cumem_caching_statistics_t after = statistics(cache);
+      if (after.pages_unmapped > before.pages_unmapped) ++run.recycles;
+      run.pages_mapped += after.pages_mapped - before.pages_mapped;
       blocks.push_back(b);
       in_use += b.size;
       if (in_use > run.peak_in_use) run.peak_in_use = in_use;
       const uint64_t h = held();
       if (h > run.peak_held) {
         if (verbose && runs.size() > 1) {
-          cumem_caching_statistics_t cs = CUMEM_CACHING_STATISTICS_INIT;
-          check(cumem_caching_resource_get_statistics(cache, &cs), "the cache's statistics");
+          const cumem_caching_statistics_t cs = statistics(cache);
           std::printf("run %zu line %zu: %zu bytes took the peak to %.3f GiB; %.3f GiB in use, "
                       "%.3f GiB cached\n", runs.size(), number, b.size, double(h) / GiB,
                       double(in_use) / GiB, double(cs.bytes_cached) / GiB);
@@ -131,9 +143,11 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& r = runs[i];
     const double ratio = static_cast<double>(r.peak_held) / static_cast<double>(r.peak_in_use);
-    std::printf("run %zu: peak held %.3f GiB, peak in use %.3f GiB, held / in use %.4f, end %.3f GiB\n",
+    std::printf("run %zu: peak held %.3f GiB, peak in use %.3f GiB, held / in use %.4f, end %.3f "
+                "GiB; %llu pages mapped, %llu recycles\n",
                 i + 1, double(r.peak_held) / GiB, double(r.peak_in_use) / GiB, ratio,
-                double(r.end_held) / GiB);
+                double(r.end_held) / GiB, static_cast<unsigned long long>(r.pages_mapped),
+                static_cast<unsigned long long>(r.recycles));
     if (ratio > max_ratio) {
       std::printf("  BROKEN: holds more than %.3f times the bytes in use\n", max_ratio);
       broken = 1;
@@ -146,8 +160,7 @@ int main(int argc, char** argv) {
       broken = 1;
     }
   }
-  cumem_caching_statistics_t s = CUMEM_CACHING_STATISTICS_INIT;
-  check(cumem_caching_resource_get_statistics(cache, &s), "the cache's statistics");
+  const cumem_caching_statistics_t s = statistics(cache);
   std::printf("pages mapped %llu, unmapped %llu\n", static_cast<unsigned long long>(s.pages_mapped),
               static_cast<unsigned long long>(s.pages_unmapped));
   for (Block& b : blocks)
