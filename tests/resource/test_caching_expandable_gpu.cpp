@@ -94,6 +94,35 @@ class ExpandableGpu : public GpuTest {
     return v;
   }
 
+  // PyTorch's fragmentation example: 8 x 16 MiB live, freed, then 4 x 32 MiB
+  // live. Returns the device memory it took; the cache's peak of bytes
+  // reserved goes to `peak_reserved`.
+  uint64_t fragmentation_example(uint64_t* peak_reserved) {
+    const uint64_t start = free_memory();
+    std::vector<void*> blocks;
+    for (int i = 0; i < 8; ++i) {
+      blocks.push_back(allocate(16 * MiB));
+      fill(blocks.back(), 16 * MiB, static_cast<uint8_t>(i + 1));
+    }
+    for (void* p : blocks) free(p, 16 * MiB);
+    blocks.clear();
+    for (int i = 0; i < 4; ++i) {
+      blocks.push_back(allocate(32 * MiB));
+      fill(blocks.back(), 32 * MiB, static_cast<uint8_t>(0x10 + i));
+    }
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(byte_at(blocks[i], 0), 0x10 + i);
+      EXPECT_EQ(byte_at(blocks[i], 32 * MiB - 1), 0x10 + i);
+    }
+    const uint64_t taken = start - free_memory();
+    *peak_reserved = caching_of(cache).peak_bytes_reserved;
+    for (void* p : blocks) free(p, 32 * MiB);
+    EXPECT_EQ(cumem_caching_resource_trim(cache, 0), CUMEM_SUCCESS) << cumem_last_error_message();
+    EXPECT_LE(start - std::min(start, free_memory()), 2 * MiB)
+        << "trim gave the pages back";
+    return taken;
+  }
+
   cumem_resource_t* pool = nullptr;
   cumem_resource_t* cache = nullptr;
   cumem_resource_t* host = nullptr;
@@ -101,29 +130,26 @@ class ExpandableGpu : public GpuTest {
 };
 
 TEST_F(ExpandableGpu, TheFragmentationExampleTakesAtMost144MiB) {
-  const uint64_t start = free_memory();
-  std::vector<void*> blocks;
-  for (int i = 0; i < 8; ++i) {
-    blocks.push_back(allocate(16 * MiB));
-    fill(blocks.back(), 16 * MiB, static_cast<uint8_t>(i + 1));
-  }
-  for (void* p : blocks) free(p, 16 * MiB);
-  blocks.clear();
-  for (int i = 0; i < 4; ++i) {
-    blocks.push_back(allocate(32 * MiB));
-    fill(blocks.back(), 32 * MiB, static_cast<uint8_t>(0x10 + i));
-  }
-  for (int i = 0; i < 4; ++i) {
-    EXPECT_EQ(byte_at(blocks[i], 0), 0x10 + i);
-    EXPECT_EQ(byte_at(blocks[i], 32 * MiB - 1), 0x10 + i);
-  }
-  const uint64_t taken = start - free_memory();
+  uint64_t peak = 0;
+  const uint64_t taken = fragmentation_example(&peak);
   EXPECT_LE(taken, 144 * MiB) << "device memory taken for 128 MiB live";
   EXPECT_GE(taken, 128 * MiB);
-  EXPECT_EQ(caching_of(cache).peak_bytes_reserved, 140 * MiB) << "7 pages of 20 MiB";
-  for (void* p : blocks) free(p, 32 * MiB);
-  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
-  EXPECT_LE(start - std::min(start, free_memory()), 2 * MiB) << "trim gave the pages back";
+  EXPECT_EQ(peak, 128 * MiB) << "default 2 MiB pages: the 16 MiB blocks' pages, freed, serve "
+                                "the 32 MiB blocks, and no page is partly used";
+}
+
+TEST_F(ExpandableGpu, TheFragmentationExampleWith20MiBPagesTakes140MiB) {
+  cumem_resource_release(cache);
+  cache = nullptr;
+  cumem_caching_resource_options_t o = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+  o.expandable = CUMEM_TRUE;
+  o.page_size = 20 * MiB;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create_with_options(pool, &o, &cache));
+  warm_up();
+  uint64_t peak = 0;
+  const uint64_t taken = fragmentation_example(&peak);
+  EXPECT_LE(taken, 144 * MiB) << "device memory taken for 128 MiB live";
+  EXPECT_EQ(peak, 140 * MiB) << "7 pages of 20 MiB, as PyTorch's expandable segments take";
 }
 
 TEST_F(ExpandableGpu, PagesAreUnmappedOnlyAfterTheWorkOnTheirBlocks) {
