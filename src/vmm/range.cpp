@@ -204,8 +204,9 @@ void Range::map(size_t offset, size_t bytes, size_t chunk_size) {
   // `made` unmaps and releases what this call created.
   // The access is set once per reservation over all its new chunks (one
   // cuMemSetAccess, as the driver allows over adjacent mappings), not per
-  // chunk: each call costs as much as a map, and the expandable cache maps
-  // many small pages at a time.
+  // chunk: one driver call fewer a chunk where the expandable cache maps
+  // many pages at a time (on the H200 the saving did not show beyond the
+  // noise of bench_expandable's page timings).
   std::map<size_t, std::unique_ptr<Mapping>> made;
   const std::vector<CUmemAccessDesc> access = access_descriptors();
   const size_t end = offset + bytes;
