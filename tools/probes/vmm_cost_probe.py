@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""What each virtual-memory driver call costs on this GPU, for the
+expandable cache's pages (issue 18): cuMemCreate, cuMemMap, cuMemSetAccess
+(per page, and once over N pages), cuMemUnmap and cuMemRelease, median of
+several rounds of N pages of PAGE bytes on device 0. Usage:
+  python3 tools/probes/vmm_cost_probe.py [PAGE_MiB=2] [N=64] [ROUNDS=7]"""
+import ctypes
+import statistics
+import sys
+import time
+
+page = int(sys.argv[1] if len(sys.argv) > 1 else 2) << 20
+n = int(sys.argv[2]) if len(sys.argv) > 2 else 64
+rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 7
+cu = ctypes.CDLL("libcuda.so.1")
+
+
+def check(r, what):
+    if r != 0:
+        raise SystemExit(f"{what} failed with CUresult {r}")
+
+
+class Location(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class Prop(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int),
+                ("location", Location), ("win32HandleMetaData", ctypes.c_void_p),
+                ("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
+                ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+
+
+class AccessDesc(ctypes.Structure):
+    _fields_ = [("location", Location), ("flags", ctypes.c_int)]
+
+
+check(cu.cuInit(0), "cuInit")
+dev = ctypes.c_int()
+check(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+ctx = ctypes.c_void_p()
+check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+prop = Prop()
+prop.type = 1  # CU_MEM_ALLOCATION_TYPE_PINNED
+prop.location = Location(1, 0)  # CU_MEM_LOCATION_TYPE_DEVICE, 0
+access = AccessDesc(Location(1, 0), 3)  # PROT_READWRITE
+base = ctypes.c_uint64()
+check(cu.cuMemAddressReserve(ctypes.byref(base), ctypes.c_size_t(n * page), ctypes.c_size_t(0),
+                             ctypes.c_uint64(0), ctypes.c_ulonglong(0)), "cuMemAddressReserve")
+times = {k: [] for k in ("create", "map", "set_access each", "set_access once", "unmap", "release")}
+for r in range(rounds):
+    each = r % 2 == 0
+    handles = []
+    t = time.perf_counter()
+    for i in range(n):
+        h = ctypes.c_ulonglong()
+        check(cu.cuMemCreate(ctypes.byref(h), ctypes.c_size_t(page), ctypes.byref(prop),
+                             ctypes.c_ulonglong(0)), "cuMemCreate")
+        handles.append(h)
+    times["create"].append(time.perf_counter() - t)
+    t = time.perf_counter()
+    for i, h in enumerate(handles):
+        check(cu.cuMemMap(ctypes.c_uint64(base.value + i * page), ctypes.c_size_t(page),
+                          ctypes.c_size_t(0), h, ctypes.c_ulonglong(0)), "cuMemMap")
+    times["map"].append(time.perf_counter() - t)
+    t = time.perf_counter()
+    if each:
+        for i in range(n):
+            check(cu.cuMemSetAccess(ctypes.c_uint64(base.value + i * page), ctypes.c_size_t(page),
+                                    ctypes.byref(access), ctypes.c_size_t(1)), "cuMemSetAccess")
+        times["set_access each"].append(time.perf_counter() - t)
+    else:
+        check(cu.cuMemSetAccess(ctypes.c_uint64(base.value), ctypes.c_size_t(n * page),
+                                ctypes.byref(access), ctypes.c_size_t(1)), "cuMemSetAccess")
+        times["set_access once"].append(time.perf_counter() - t)
+    t = time.perf_counter()
+    for i in range(n):
+        check(cu.cuMemUnmap(ctypes.c_uint64(base.value + i * page), ctypes.c_size_t(page)), "cuMemUnmap")
+    times["unmap"].append(time.perf_counter() - t)
+    t = time.perf_counter()
+    for h in handles:
+        check(cu.cuMemRelease(h), "cuMemRelease")
+    times["release"].append(time.perf_counter() - t)
+print(f"{n} pages of {page >> 20} MiB, median of {rounds} rounds, us per page:")
+for k, v in times.items():
+    print(f"  {k:16s} {1e6 * statistics.median(v) / n:8.1f}")
+check(cu.cuMemAddressFree(ctypes.c_uint64(base.value), ctypes.c_size_t(n * page)), "cuMemAddressFree")
