@@ -205,8 +205,9 @@ void Range::map(size_t offset, size_t bytes, size_t chunk_size) {
   // The access is set once per reservation over all its new chunks (one
   // cuMemSetAccess, as the driver allows over adjacent mappings), not per
   // chunk: one driver call fewer a chunk where the expandable cache maps
-  // many pages at a time (on the H200 the saving did not show beyond the
-  // noise of bench_expandable's page timings).
+  // many pages at a time. (On the H200 it saves little: the access costs
+  // about 20 us per mapping it covers, one call or many; see
+  // tools/probes/vmm_cost_probe.py.)
   std::map<size_t, std::unique_ptr<Mapping>> made;
   const std::vector<CUmemAccessDesc> access = access_descriptors();
   const size_t end = offset + bytes;
