@@ -1,6 +1,7 @@
-// Plain bytes, the same on every host: little-endian integers and the
-// CRC-32 that the IPC formats (descriptor, virtual descriptor, socket
-// messages) are written with. The one copy of both in libcumem.
+// Plain bytes, the same on every host: little-endian integers, the CRC-32
+// that the IPC formats (descriptor, virtual descriptor, socket messages)
+// are written with, and the all-zero test of their reserved and id fields.
+// The one copy of each in libcumem.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,13 @@ T get_le(const uint8_t* p) noexcept {
   T value = 0;
   for (size_t i = sizeof(T); i-- > 0;) value = static_cast<T>((value << 8) | p[i]);
   return value;
+}
+
+// Whether the `n` bytes at `p` are all zero.
+inline bool all_zero(const uint8_t* p, size_t n) noexcept {
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != 0) return false;
+  return true;
 }
 
 // The table of the reflected polynomial 0xEDB88320, built at compile time.

@@ -48,9 +48,7 @@ MemoryKind core_kind(uint32_t wire) {
 
 template <size_t N>
 bool all_zero(const std::array<uint8_t, N>& bytes) {
-  for (uint8_t b : bytes)
-    if (b != 0) return false;
-  return true;
+  return ::cumem::core::all_zero(bytes.data(), N);  // bytes.hpp's
 }
 
 const char* type_name(IpcType type) {

@@ -18,12 +18,6 @@ static_assert(kOffReserved1 + 24 == kVirtualHeaderSize, "the chunks follow the h
 constexpr uint32_t kDevice = 1, kHost = 2, kHostNuma = 3;
 constexpr uint32_t kPosixFd = 0x1, kFabric = 0x8;
 
-bool all_zero(const uint8_t* p, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (p[i] != 0) return false;
-  return true;
-}
-
 [[noreturn]] void reject(const std::string& what) {
   fail(Status::invalid_argument, "virtual IPC descriptor " + what);
 }
