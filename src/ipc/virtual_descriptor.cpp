@@ -15,7 +15,7 @@ constexpr size_t kOffVersion = 8, kOffReserved0 = 10, kOffCount = 12, kOffSize =
                  kOffPid = 56, kOffHandleTypes = 60, kOffGranularity = 64, kOffReserved1 = 72;
 static_assert(kOffReserved1 + 24 == kVirtualHeaderSize, "the chunks follow the header");
 
-constexpr uint32_t kDevice = 1, kHost = 2, kHostNuma = 3;
+constexpr uint32_t kDevice = kVirtualDevice, kHost = kVirtualHost, kHostNuma = kVirtualHostNuma;
 constexpr uint32_t kPosixFd = 0x1, kFabric = 0x8;
 
 [[noreturn]] void reject(const std::string& what) {

@@ -42,9 +42,13 @@ struct VirtualChunkEntry {
   uint64_t offset = 0, size = 0;
 };
 
+// The wire's location types (its own numbering, fixed by the format;
+// resources/virtual_ipc.cpp maps core::LocationType to them).
+constexpr uint32_t kVirtualDevice = 1, kVirtualHost = 2, kVirtualHostNuma = 3;
+
 struct VirtualDescriptor {
   uint64_t size = 0;
-  uint32_t location_type = 1;  // core::LocationType's values
+  uint32_t location_type = kVirtualDevice;  // kVirtualDevice, _Host or _HostNuma
   int32_t location_id = 0;
   std::array<uint8_t, 16> device_uuid{};
   uint32_t exporter_pid = 0;

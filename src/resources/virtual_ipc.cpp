@@ -24,17 +24,18 @@ struct ExportedFds {
 
 uint32_t descriptor_location(LocationType t) {
   switch (t) {
-    case LocationType::device: return 1;
-    case LocationType::host: return 2;
-    case LocationType::host_numa: return 3;
+    case LocationType::device: return kVirtualDevice;
+    case LocationType::host: return kVirtualHost;
+    case LocationType::host_numa: return kVirtualHostNuma;
     default: return 0;
   }
 }
 
+// Of a descriptor decode() accepted (its location type is one of the three).
 LocationType location_of_descriptor(uint32_t t) {
   switch (t) {
-    case 1: return LocationType::device;
-    case 2: return LocationType::host;
+    case kVirtualDevice: return LocationType::device;
+    case kVirtualHost: return LocationType::host;
     default: return LocationType::host_numa;
   }
 }
