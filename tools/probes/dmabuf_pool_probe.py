@@ -5,16 +5,8 @@ as dma-bufs: a 1 MiB + 100 allocation, then a 20 MiB one right after it
 Prints one line per range tried. Needs a GPU; plain ctypes on libcuda."""
 import ctypes, os
 
-cu = ctypes.CDLL("libcuda.so.1")
-def check(r, what):
-    if r != 0:
-        raise SystemExit(f"{what} failed with CUresult {r}")
-check(cu.cuInit(0), "cuInit")
-dev = ctypes.c_int()
-check(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
-ctx = ctypes.c_void_p()
-check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
-check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+from cuda_driver import check, cu  # device 0's context is current
+
 page = os.sysconf("SC_PAGESIZE")
 MiB = 1 << 20
 

@@ -12,12 +12,7 @@ import time
 page = int(sys.argv[1] if len(sys.argv) > 1 else 2) << 20
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 64
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 7
-cu = ctypes.CDLL("libcuda.so.1")
-
-
-def check(r, what):
-    if r != 0:
-        raise SystemExit(f"{what} failed with CUresult {r}")
+from cuda_driver import check, cu  # device 0's context is current
 
 
 class Location(ctypes.Structure):
@@ -35,12 +30,6 @@ class AccessDesc(ctypes.Structure):
     _fields_ = [("location", Location), ("flags", ctypes.c_int)]
 
 
-check(cu.cuInit(0), "cuInit")
-dev = ctypes.c_int()
-check(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
-ctx = ctypes.c_void_p()
-check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
-check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 prop = Prop()
 prop.type = 1  # CU_MEM_ALLOCATION_TYPE_PINNED
 prop.location = Location(1, 0)  # CU_MEM_LOCATION_TYPE_DEVICE, 0
