@@ -314,6 +314,12 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
     }
     if (is_small(rounded)) {
       if (void* p = take_central_small(rounded, key, stream)) return p;
+      // The small blocks other threads keep may be this thread's, freed
+      // there (PyTorch's autograd thread frees the forward pass's
+      // activations): they join the central cache, and the search runs
+      // again. A miss costs the upstream call anyway.
+      if (return_small_blocks())
+        if (void* p = take_central_small(rounded, key, stream)) return p;
     } else {
       if (void* p = take_central_large(rounded, key, stream)) return p;
       // The large blocks threads keep (of other sizes, or freed by another
@@ -437,6 +443,30 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
     lock.unlock();
     std::lock_guard<std::mutex> central(central_.mutex);
     for (const auto& [old, on] : evicted) free_piece(old, on.get());
+  }
+
+  // Moves every thread's small blocks to the central cache; false if there
+  // were none. Without this a thread that only frees what another
+  // allocates keeps up to kShardCap of blocks the other cannot reuse, and
+  // the other takes new upstream memory in their place.
+  bool return_small_blocks() {
+    std::vector<BlockOn> moved;
+    for (size_t i = 0; i <= kThreadShards; ++i) {
+      Shard& s = shards_[i];
+      std::lock_guard<Shard> lock(s);
+      s.cache.drain_small([&](const Block& b) {
+        moved.emplace_back(b, Ref<Stream>::share(const_cast<Stream*>(s.streams.stream(b.key))));
+        s.streams.remove(b.key);
+      });
+    }
+    if (moved.empty()) return false;
+    std::lock_guard<std::mutex> lock(central_.mutex);
+    for (const auto& [b, stream] : moved) {
+      central_.small.push(b);
+      central_.small_cached += b.size;
+      central_.streams.add(b.key, stream.get());
+    }
+    return true;
   }
 
   // Moves every thread's large blocks to the central free pieces; false if

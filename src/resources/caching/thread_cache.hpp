@@ -1,10 +1,12 @@
 // The per-thread front of the caching adaptor: what one thread keeps for
 // itself, so that an allocate + free pair on that thread takes no shared
 // lock and writes no shared cache line.
-// - Small blocks (up to kSmallLimit) by size class, up to kShardCap bytes:
-//   a small cap, so that a thread that only frees what another allocates
-//   (as PyTorch's backward pass does) hoards little. Beyond it, freed small
-//   blocks go to the central cache.
+// - Small blocks (up to kSmallLimit) by size class, up to kShardCap bytes.
+//   Beyond it, freed small blocks go to the central cache; and a small miss
+//   there gathers every thread's small blocks into it (the adaptor's
+//   return_small_blocks), so that a thread that only frees what another
+//   allocates (as PyTorch's backward pass does) keeps nothing the other
+//   needs.
 // - Its last kThreadLarge freed large blocks (up to kShardCap bytes), handed
 //   out again only for the same rounded size and stream; the oldest make
 //   room for a new one and go to the central pieces (segments.hpp).

@@ -8,17 +8,26 @@
 // uncompressed trace on standard input (replay_trace.py feeds it).
 // Options: --page-size BYTES, --verbose (each new peak of a later run).
 // Prints one line per run; exits 1 when a promise is broken, 2 on a bad
-// trace or a failed call. Single-threaded: PyTorch's backward pass
-// allocates on a thread of its own, which the traces do not record.
+// trace or a failed call.
 //
-// Trace lines: "a SIZE" allocates (the k-th "a" is block k), "f K" frees
-// block k, "trim" gives every cached block back (the benchmark's baseline),
-// "run" ends a training run; "#" lines are comments.
+// Trace lines: "a SIZE [THREAD]" allocates (the k-th "a" is block k),
+// "f K [THREAD]" frees block k, "trim" gives every cached block back (the
+// benchmark's baseline), "run" ends a training run; "#" lines are comments.
+// THREAD is the recorded thread's id: each recorded thread gets a thread of
+// its own here, and its requests run on it, one request at a time in the
+// trace's order (PyTorch's backward pass allocates on an autograd thread,
+// so the cache's per-thread fronts see what they saw on the GPU). Without
+// it, a request runs on the main thread.
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cumem/cumem.h"
@@ -42,6 +51,59 @@ struct Block {
   void* ptr = nullptr;
   size_t size = 0;
 };
+
+// The recorded threads: call(id, f) runs f on the thread of recorded id
+// `id` (made at its first request; id 0: the calling thread) and returns
+// when it has run, so that the requests keep the trace's order.
+class Threads {
+ public:
+  ~Threads() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    ready_.notify_all();
+    for (auto& [id, t] : threads_) t.join();
+  }
+  void call(uint64_t id, const std::function<void()>& f) {
+    if (id == 0) return f();
+    if (threads_.find(id) == threads_.end())
+      threads_.emplace(id, std::thread([this, id] { serve(id); }));
+    std::unique_lock<std::mutex> lock(mutex_);
+    job_ = &f;
+    turn_ = id;
+    ready_.notify_all();
+    done_.wait(lock, [&] { return job_ == nullptr; });
+  }
+  size_t count() const { return threads_.size(); }
+
+ private:
+  void serve(uint64_t id) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      ready_.wait(lock, [&] { return stop_ || (job_ && turn_ == id); });
+      if (stop_) return;
+      (*job_)();  // under the lock: one request at a time anyway
+      job_ = nullptr;
+      done_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_, done_;
+  const std::function<void()>* job_ = nullptr;
+  uint64_t turn_ = 0;
+  bool stop_ = false;
+  std::map<uint64_t, std::thread> threads_;
+};
+
+// The recorded thread of a request line, after its number at `rest` (0
+// when the line has none).
+uint64_t thread_of(const char* rest) {
+  char* end = nullptr;
+  const uint64_t id = std::strtoull(rest, &end, 10);
+  return end == rest ? 0 : id;
+}
 
 // One run's numbers: the peak of what the cache holds (mapped pages plus
 // the upstream's small blocks) and of the bytes in use, and what it holds
@@ -88,6 +150,7 @@ int main(int argc, char** argv) {
 
   std::vector<Block> blocks;
   std::vector<Run> runs(1);
+  Threads threads;
   uint64_t in_use = 0;
   auto held = [&] { return fake.counts().live_bytes + static_cast<uint64_t>(upstream_bytes.load()); };
   std::string line;
@@ -98,9 +161,12 @@ int main(int argc, char** argv) {
     Run& run = runs.back();
     if (line[0] == 'a') {
       Block b;
-      b.size = std::strtoull(line.c_str() + 2, nullptr, 10);
+      char* rest = nullptr;
+      b.size = std::strtoull(line.c_str() + 2, &rest, 10);
       const cumem_caching_statistics_t before = statistics(cache);
-      check(cumem_resource_allocate_raw(cache, b.size, stream, &b.ptr), "an allocation");
+      threads.call(thread_of(rest), [&] {
+        check(cumem_resource_allocate_raw(cache, b.size, stream, &b.ptr), "an allocation");
+      });
       const cumem_caching_statistics_t after = statistics(cache);
       if (after.pages_unmapped > before.pages_unmapped) ++run.recycles;
       run.pages_mapped += after.pages_mapped - before.pages_mapped;
@@ -118,9 +184,12 @@ int main(int argc, char** argv) {
         run.peak_held = h;
       }
     } else if (line[0] == 'f') {
-      const size_t k = std::strtoull(line.c_str() + 2, nullptr, 10);
+      char* rest = nullptr;
+      const size_t k = std::strtoull(line.c_str() + 2, &rest, 10);
       if (k >= blocks.size() || !blocks[k].ptr) die("line " + std::to_string(number) + ": no block " + std::to_string(k));
-      check(cumem_resource_deallocate_raw(cache, blocks[k].ptr, blocks[k].size, stream), "a free");
+      threads.call(thread_of(rest), [&] {
+        check(cumem_resource_deallocate_raw(cache, blocks[k].ptr, blocks[k].size, stream), "a free");
+      });
       in_use -= blocks[k].size;
       blocks[k].ptr = nullptr;
     } else if (line == "trim") {
@@ -161,8 +230,10 @@ int main(int argc, char** argv) {
     }
   }
   const cumem_caching_statistics_t s = statistics(cache);
-  std::printf("pages mapped %llu, unmapped %llu\n", static_cast<unsigned long long>(s.pages_mapped),
-              static_cast<unsigned long long>(s.pages_unmapped));
+  std::printf("pages mapped %llu, unmapped %llu; requests on %zu recorded thread%s\n",
+              static_cast<unsigned long long>(s.pages_mapped),
+              static_cast<unsigned long long>(s.pages_unmapped), threads.count(),
+              threads.count() == 1 ? "" : "s");
   for (Block& b : blocks)
     if (b.ptr) check(cumem_resource_deallocate_raw(cache, b.ptr, b.size, stream), "a free at the end");
   cumem_resource_release(cache);
