@@ -445,20 +445,31 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
     for (const auto& [old, on] : evicted) free_piece(old, on.get());
   }
 
+  // Every thread's small blocks (or large ones), taken out of the threads'
+  // caches, each with a reference to the stream it was freed on.
+  std::vector<BlockOn> take_thread_blocks(bool small) {
+    std::vector<BlockOn> moved;
+    for (size_t i = 0; i <= kThreadShards; ++i) {
+      Shard& s = shards_[i];
+      std::lock_guard<Shard> lock(s);
+      auto take = [&](const Block& b) {
+        moved.emplace_back(b, Ref<Stream>::share(const_cast<Stream*>(s.streams.stream(b.key))));
+        s.streams.remove(b.key);
+      };
+      if (small)
+        s.cache.drain_small(take);
+      else
+        s.cache.drain_large(take);
+    }
+    return moved;
+  }
+
   // Moves every thread's small blocks to the central cache; false if there
   // were none. Without this a thread that only frees what another
   // allocates keeps up to kShardCap of blocks the other cannot reuse, and
   // the other takes new upstream memory in their place.
   bool return_small_blocks() {
-    std::vector<BlockOn> moved;
-    for (size_t i = 0; i <= kThreadShards; ++i) {
-      Shard& s = shards_[i];
-      std::lock_guard<Shard> lock(s);
-      s.cache.drain_small([&](const Block& b) {
-        moved.emplace_back(b, Ref<Stream>::share(const_cast<Stream*>(s.streams.stream(b.key))));
-        s.streams.remove(b.key);
-      });
-    }
+    const std::vector<BlockOn> moved = take_thread_blocks(true);
     if (moved.empty()) return false;
     std::lock_guard<std::mutex> lock(central_.mutex);
     for (const auto& [b, stream] : moved) {
@@ -472,15 +483,7 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
   // Moves every thread's large blocks to the central free pieces; false if
   // there were none.
   bool return_large_blocks() {
-    std::vector<BlockOn> moved;
-    for (size_t i = 0; i <= kThreadShards; ++i) {
-      Shard& s = shards_[i];
-      std::lock_guard<Shard> lock(s);
-      s.cache.drain_large([&](const Block& b) {
-        moved.emplace_back(b, Ref<Stream>::share(const_cast<Stream*>(s.streams.stream(b.key))));
-        s.streams.remove(b.key);
-      });
-    }
+    const std::vector<BlockOn> moved = take_thread_blocks(false);
     if (moved.empty()) return false;
     std::lock_guard<std::mutex> lock(central_.mutex);
     for (const auto& [b, stream] : moved) free_piece(b, stream.get());
