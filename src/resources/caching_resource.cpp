@@ -446,10 +446,12 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
   }
 
   // Every thread's small blocks (or large ones), taken out of the threads'
-  // caches, each with a reference to the stream it was freed on.
-  std::vector<BlockOn> take_thread_blocks(bool small) {
+  // caches but the shard `skip`, each with a reference to the stream it was
+  // freed on.
+  std::vector<BlockOn> take_thread_blocks(bool small, size_t skip = SIZE_MAX) {
     std::vector<BlockOn> moved;
     for (size_t i = 0; i <= kThreadShards; ++i) {
+      if (i == skip) continue;
       Shard& s = shards_[i];
       std::lock_guard<Shard> lock(s);
       auto take = [&](const Block& b) {
@@ -464,12 +466,13 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
     return moved;
   }
 
-  // Moves every thread's small blocks to the central cache; false if there
-  // were none. Without this a thread that only frees what another
-  // allocates keeps up to kShardCap of blocks the other cannot reuse, and
-  // the other takes new upstream memory in their place.
+  // Moves the other threads' small blocks to the central cache (the
+  // calling thread's has none of the class it missed, and keeps its
+  // others); false if there were none. Without this a thread that only
+  // frees what another allocates keeps up to kShardCap of blocks the other
+  // cannot reuse, and the other takes new upstream memory in their place.
   bool return_small_blocks() {
-    const std::vector<BlockOn> moved = take_thread_blocks(true);
+    const std::vector<BlockOn> moved = take_thread_blocks(true, thread_shard().index);
     if (moved.empty()) return false;
     std::lock_guard<std::mutex> lock(central_.mutex);
     for (const auto& [b, stream] : moved) {
