@@ -3,7 +3,7 @@
 // lock and writes no shared cache line.
 // - Small blocks (up to kSmallLimit) by size class, up to kShardCap bytes.
 //   Beyond it, freed small blocks go to the central cache; and a small miss
-//   there gathers every thread's small blocks into it (the adaptor's
+//   there gathers the other threads' small blocks into it (the adaptor's
 //   return_small_blocks), so that a thread that only frees what another
 //   allocates (as PyTorch's backward pass does) keeps nothing the other
 //   needs.
