@@ -447,11 +447,12 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
 
   // Every thread's small blocks (or large ones), taken out of the threads'
   // caches but the shard `skip`, each with a reference to the stream it was
-  // freed on.
+  // freed on. A shard that holds none is passed over without its lock, so
+  // a miss with nothing kept elsewhere costs a glance at each shard.
   std::vector<BlockOn> take_thread_blocks(bool small, size_t skip = SIZE_MAX) {
     std::vector<BlockOn> moved;
     for (size_t i = 0; i <= kThreadShards; ++i) {
-      if (i == skip) continue;
+      if (i == skip || !shards_[i].cache.may_hold(small)) continue;
       Shard& s = shards_[i];
       std::lock_guard<Shard> lock(s);
       auto take = [&](const Block& b) {

@@ -14,6 +14,7 @@
 // references (stream_order.hpp) around these calls.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -24,6 +25,24 @@ namespace cumem::core::caching {
 
 inline constexpr uint64_t kShardCap = uint64_t{64} << 20;
 inline constexpr size_t kThreadLarge = 8;
+
+// A byte count written only under the shard's lock, which any thread may
+// peek at without it (possibly stale, never torn): plain loads and stores,
+// no read-modify-write, so the pair on the thread's own shard pays nothing
+// for it.
+class Tally {
+ public:
+  operator uint64_t() const { return value_.load(std::memory_order_relaxed); }
+  Tally& operator=(uint64_t v) {
+    value_.store(v, std::memory_order_relaxed);
+    return *this;
+  }
+  Tally& operator+=(uint64_t n) { return *this = *this + n; }
+  Tally& operator-=(uint64_t n) { return *this = *this - n; }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
 
 class ThreadCache {
  public:
@@ -103,12 +122,15 @@ class ThreadCache {
   uint64_t small_cached() const { return small_cached_; }
   uint64_t large_bytes() const { return cached_ - small_cached_; }
   size_t large_count() const { return large_.size(); }
+  // Without the shard's lock: whether it may hold small (or large) blocks.
+  // Stale at worst, so a caller that finds some takes the lock and looks.
+  bool may_hold(bool small) const { return small ? small_cached_ != 0 : cached_ != small_cached_; }
 
  private:
   Bins small_;
   std::vector<Block, CacheLineAllocator<Block>> large_;  // oldest first
-  uint64_t cached_ = 0;
-  uint64_t small_cached_ = 0;
+  Tally cached_;
+  Tally small_cached_;
 };
 
 }  // namespace cumem::core::caching
