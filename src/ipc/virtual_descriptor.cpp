@@ -15,7 +15,6 @@ constexpr size_t kOffVersion = 8, kOffReserved0 = 10, kOffCount = 12, kOffSize =
                  kOffPid = 56, kOffHandleTypes = 60, kOffGranularity = 64, kOffReserved1 = 72;
 static_assert(kOffReserved1 + 24 == kVirtualHeaderSize, "the chunks follow the header");
 
-constexpr uint32_t kDevice = kVirtualDevice, kHost = kVirtualHost, kHostNuma = kVirtualHostNuma;
 constexpr uint32_t kPosixFd = 0x1, kFabric = 0x8;
 
 [[noreturn]] void reject(const std::string& what) {
@@ -24,9 +23,9 @@ constexpr uint32_t kPosixFd = 0x1, kFabric = 0x8;
 
 const char* location_name(uint32_t type) {
   switch (type) {
-    case kDevice: return "device";
-    case kHost: return "host";
-    case kHostNuma: return "host NUMA";
+    case kVirtualDevice: return "device";
+    case kVirtualHost: return "host";
+    case kVirtualHostNuma: return "host NUMA";
   }
   return "unknown";
 }
@@ -58,13 +57,13 @@ void validate(const VirtualDescriptor& d) {
     reject("has size " + std::to_string(d.size) + ", more than its chunks' " +
            std::to_string(expected) + " bytes");
   switch (d.location_type) {
-    case kDevice:
-    case kHostNuma:
+    case kVirtualDevice:
+    case kVirtualHostNuma:
       if (d.location_id < 0)
         reject("has location id " + std::to_string(d.location_id) + " for " +
                location_name(d.location_type) + " memory; it must be >= 0");
       break;
-    case kHost:
+    case kVirtualHost:
       if (d.location_id != 0)
         reject("has location id " + std::to_string(d.location_id) + " for host memory; it must be 0");
       break;
@@ -73,9 +72,9 @@ void validate(const VirtualDescriptor& d) {
              "; it must be 1 (device), 2 (host) or 3 (host NUMA node)");
   }
   const bool zero_uuid = all_zero(d.device_uuid.data(), d.device_uuid.size());
-  if (d.location_type == kDevice && zero_uuid)
+  if (d.location_type == kVirtualDevice && zero_uuid)
     reject("of device memory has an all-zero device UUID; it must name the exporter's device");
-  if (d.location_type != kDevice && !zero_uuid)
+  if (d.location_type != kVirtualDevice && !zero_uuid)
     reject("of host memory has a device UUID; it must be all zero");
   if (!(d.handle_types & kPosixFd) || (d.handle_types & ~(kPosixFd | kFabric)))
     reject("has handle types " + std::to_string(d.handle_types) +
@@ -179,7 +178,7 @@ std::string describe(const VirtualDescriptor& d) {
                     std::to_string(d.chunks.size()) + " chunk" +
                     (d.chunks.size() == 1 ? "" : "s") + " of " + location_name(d.location_type) +
                     " memory";
-  if (d.location_type == kHostNuma) out += " (node " + std::to_string(d.location_id) + ")";
+  if (d.location_type == kVirtualHostNuma) out += " (node " + std::to_string(d.location_id) + ")";
   return out + ", exported by pid " + std::to_string(d.exporter_pid);
 }
 
