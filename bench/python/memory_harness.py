@@ -19,9 +19,16 @@ Measures, the same for every allocator:
                every module, a hook on every gradient and after every step
                (allocations happen on the host, so the reading is exact at
                those points whatever the GPU is doing);
-  peak in use  the allocator's own peak of bytes handed out (PyTorch:
-               max_memory_allocated; libcumem: the framework resource's
-               peak_bytes_in_use), minus what was in use at the baseline;
+  peak in use  the peak of the bytes PyTorch asked for, as PyTorch counts
+               them for every allocator (torch.cuda.memory_stats()'s
+               requested_bytes.all.peak, which libcumem's extension keeps
+               too), minus what was in use at the baseline. Not PyTorch's
+               max_memory_allocated: that counts whole blocks, and a block
+               up to 1 MiB larger than asked for is handed out unsplit, so it
+               counts more than the training asked for (the table's last
+               lines print both peaks);
+               Without the extension (CUDAPluggableAllocator only): the
+               framework resource's peak_bytes_in_use, also bytes asked for;
   steps/s      over the timed steps (after the warm-up steps) of the first
                run, where the allocator takes its memory from the GPU, and
                of the second, where it serves everything from what it holds.
@@ -81,6 +88,11 @@ class Allocator:
         import torch
         self.torch = torch
         torch.cuda.init()
+        # PyTorch's count of the bytes asked for, where the allocator keeps it.
+        try:
+            self.requested = "requested_bytes.all.peak" in torch.cuda.memory_stats()
+        except RuntimeError:  # CUDAPluggableAllocator keeps no statistics
+            self.requested = False
         self.lowest_free = None
         self.baseline_free = None
         self.baseline_in_use = 0
@@ -90,20 +102,20 @@ class Allocator:
         return cumem.framework_resource(0)
 
     def in_use(self):
-        if self.libcumem:
-            return self._resource().statistics()["bytes_in_use"]
-        return self.torch.cuda.memory_allocated()
+        if self.requested:
+            return self.torch.cuda.memory_stats()["requested_bytes.all.current"]
+        return self._resource().statistics()["bytes_in_use"]
 
     def peak_in_use(self):
-        if self.libcumem:
-            return self._resource().statistics()["peak_bytes_in_use"]
-        return self.torch.cuda.max_memory_allocated()
+        if self.requested:
+            return self.torch.cuda.memory_stats()["requested_bytes.all.peak"]
+        return self._resource().statistics()["peak_bytes_in_use"]
 
     def reset_peak(self):
-        if self.libcumem:
-            self._resource().reset_peak()
-        else:
+        if self.requested:
             self.torch.cuda.reset_peak_memory_stats()
+        else:
+            self._resource().reset_peak()
 
     def empty_cache(self):
         """Gives back everything cached (a cache's blocks, a pool's reserve)."""
@@ -130,6 +142,8 @@ class Allocator:
         self.baseline_free = self.free_memory()
         self.lowest_free = self.baseline_free
         self.baseline_in_use = self.in_use()
+        self.baseline_allocated = (self.torch.cuda.memory_stats()["allocated_bytes.all.current"]
+                                   if self.requested else 0)
         self.reset_peak()
 
     def sample(self, *_):
@@ -147,9 +161,13 @@ class Allocator:
         return self.peak_in_use() - self.baseline_in_use
 
     def details(self):
-        if not self.libcumem or self.name == "libcumem-device":
-            return {}
-        return {"caching": self._resource().caching_statistics()}
+        d = {}
+        if self.requested:
+            d["allocated_peak"] = (self.torch.cuda.memory_stats()["allocated_bytes.all.peak"]
+                                   - self.baseline_allocated)
+        if self.libcumem and self.name != "libcumem-device":
+            d["caching"] = self._resource().caching_statistics()
+        return d
 
 
 def watch(model, allocator):
@@ -255,6 +273,10 @@ def print_training_table(rows):
         print(f"| {r['workload']} | {r['allocator']} | {r['taken'] / GiB:.2f} | "
               f"{r['peak_in_use'] / GiB:.2f} | {ratio:.3f} | {r['steps_per_s']:.1f} / {r['steps_per_s_second']:.1f} | "
               f"{r['end_first'] / GiB:.2f} / {r['end_second'] / GiB:.2f} | {r['wall_s']:.0f} |")
+    for r in rows:
+        if "allocated_peak" in r:
+            print(f"{r['allocator']}: peak asked for {r['peak_in_use'] / GiB:.3f} GiB, "
+                  f"peak of whole blocks handed out {r['allocated_peak'] / GiB:.3f} GiB")
     mapped = [r for r in rows if "caching" in r and r["caching"].get("pages_mapped")]
     for r in mapped:
         c = r["caching"]
