@@ -22,13 +22,15 @@ Measures, the same for every allocator:
   peak in use  the peak of the bytes PyTorch asked for, as PyTorch counts
                them for every allocator (torch.cuda.memory_stats()'s
                requested_bytes.all.peak, which libcumem's extension keeps
-               too), minus what was in use at the baseline. Not PyTorch's
-               max_memory_allocated: that counts whole blocks, and a block
-               up to 1 MiB larger than asked for is handed out unsplit, so it
-               counts more than the training asked for (the table's last
-               lines print both peaks);
-               Without the extension (CUDAPluggableAllocator only): the
-               framework resource's peak_bytes_in_use, also bytes asked for;
+               too, under a lock), minus what was in use at the baseline.
+               Not a libcumem resource's peak_bytes_in_use: that one is
+               counted per thread without a shared atomic, and with the
+               autograd thread freeing what the main thread allocates it
+               read up to 1.4 % low (4.31 GiB on the MLP, 4.37 by
+               PyTorch's count; H200, 2026-12-03). Only without the
+               extension (CUDAPluggableAllocator) is it used. The table's
+               last lines print PyTorch's max_memory_allocated beside it
+               (whole blocks handed out: 0.05 % more for PyTorch's own);
   steps/s      over the timed steps (after the warm-up steps) of the first
                run, where the allocator takes its memory from the GPU, and
                of the second, where it serves everything from what it holds.

@@ -1140,8 +1140,9 @@ typedef struct cumem_caching_statistics_t {
   uint64_t misses;              /**< allocations that went to the upstream */
   uint64_t stream_reuses;       /**< hits on a block freed on another stream */
   uint64_t oom_retries;         /**< upstream out of memory, cache given back, retried */
-  /** Expandable caches: pages ever mapped, and ever unmapped (each
-   *  page_size bytes); 0 for the others. Since 1.1. */
+  /** Expandable caches: pages ever mapped, and ever unmapped (of either
+   *  page size: see cumem_caching_resource_options_t.page_size); 0 for the
+   *  others. Since 1.1. */
   uint64_t pages_mapped;
   uint64_t pages_unmapped;
   /** Private pools of CUDA graph captures (see
@@ -1192,8 +1193,8 @@ typedef struct cumem_caching_resource_options_t {
    *  128 KiB are pieces of an address range the cache reserves for each
    *  stream on the upstream's device (enough for the device's memory and an
    *  eighth more; another when one fills up), rounded up to 512 B only.
-   *  Physical memory is mapped into a stream's range in pages of page_size
-   *  bytes when no free piece can serve a request, at the lowest address
+   *  Physical memory is mapped into a stream's range in pages (page_size)
+   *  when no free piece can serve a request, at the lowest address
    *  where a free piece and new pages together fit it, so a block freed at
    *  one size serves any other size and the cache holds about what it hands
    *  out (plus less than a page per stream). Pages are unmapped, after
@@ -1210,14 +1211,17 @@ typedef struct cumem_caching_resource_options_t {
    *  (not from peers), and cannot be shared with other processes
    *  (cumem_buffer_get_ipc_descriptor refuses it). Default false. */
   cumem_bool_t expandable;
-  /** With expandable: the bytes mapped at a time, a multiple of the
-   *  device's virtual-memory granularity (2 MiB on an H200). Larger pages
-   *  map a large block in fewer driver calls; smaller ones leave less
-   *  mapped beyond what is in use, and fewer bytes stranded in the
-   *  fragments between blocks (before mapping new pages, the cache
-   *  unmaps the whole pages of free pieces too small for the block, after
-   *  a wait for the device). 0 (default): 2 MiB (raised to a multiple of
-   *  the granularity). Must be 0 without expandable. */
+  /** With expandable: the bytes mapped at a time. 0 (default): 8 MiB
+   *  pages for blocks of 16 MiB or more and 2 MiB pages for the others, each
+   *  size in ranges of its own (both raised to multiples of the device's
+   *  virtual-memory granularity, 2 MiB on an H200). Else every page is
+   *  page_size bytes, a multiple of the granularity. Each page costs the
+   *  same driver calls whatever its size (about 0.4 ms to map while the GPU
+   *  computes, on an H200), so larger pages map a large block faster; smaller
+   *  ones leave less mapped beyond what is in use, and fewer bytes stranded
+   *  in the fragments between blocks (before mapping new pages, the cache
+   *  unmaps the whole pages of free pieces too small for the block, after a
+   *  wait for the device). Must be 0 without expandable. */
   uint64_t page_size;
   /** Which CUDA graph captures the adaptor sees (see "Stream capture" at
    *  cumem_caching_resource_create). CUMEM_FALSE (default): every capture,
@@ -2233,8 +2237,9 @@ CUMEM_API void cumem_cupy_free(void* param, void* ptr, int device_id);
  *    adaptor's expandable segments
  *    (cumem_caching_resource_options_t.expandable, PyTorch's
  *    expandable_segments:True).
- *  - page_size: size, default 0 (2 MiB); needs expandable:true: the
- *    expandable segments' page (cumem_caching_resource_options_t.page_size).
+ *  - page_size: size, default 0 (8 MiB pages for blocks of 16 MiB or more,
+ *    2 MiB for the others); needs expandable:true: the expandable segments'
+ *    page (cumem_caching_resource_options_t.page_size).
  *  - limit: size, default 0 (none): a limit adaptor on top of everything
  *    (cumem_limit_resource_create), so that the framework's allocations
  *    together hold at most this many bytes (their requested sizes);

@@ -166,8 +166,11 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
   }
   std::string describe() const override {
     if (!expandable_) return "caching over " + upstream().describe();
-    return "caching (expandable, " + describe_bytes(pages_->page_size()) + " pages) over " +
-           upstream().describe();
+    const uint64_t small = pages_->page_size(), large = pages_->large_page_size();
+    const std::string pages = small == large ? describe_bytes(small) + " pages"
+                                             : describe_bytes(small) + " and " +
+                                                   describe_bytes(large) + " pages";
+    return "caching (expandable, " + pages + ") over " + upstream().describe();
   }
 
   CachingStatistics caching_statistics() const override {
@@ -399,7 +402,7 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
   // The whole pages of an expandable range that hold [first, first + bytes).
   DmaBufRanges expandable_pages(const Piece& p, uintptr_t first, size_t bytes) const {
     const uintptr_t base = reinterpret_cast<uintptr_t>(p.segment->pages->base());
-    const uint64_t page = pages_->page_size();
+    const uint64_t page = p.segment->pages->page_size();
     const uint64_t lo = (first - base) / page * page;
     const uint64_t hi = (first + bytes - base + page - 1) / page * page;
     DmaBufRanges r;

@@ -134,8 +134,9 @@ TEST_F(ExpandableGpu, TheFragmentationExampleTakesAtMost144MiB) {
   const uint64_t taken = fragmentation_example(&peak);
   EXPECT_LE(taken, 144 * MiB) << "device memory taken for 128 MiB live";
   EXPECT_GE(taken, 128 * MiB);
-  EXPECT_EQ(peak, 128 * MiB) << "default 2 MiB pages: the 16 MiB blocks' pages, freed, serve "
-                                "the 32 MiB blocks, and no page is partly used";
+  EXPECT_EQ(peak, 128 * MiB) << "default pages (8 MiB for blocks of 16 MiB or more): the 16 MiB "
+                                "blocks' pages, freed, serve the 32 MiB blocks, and no page is "
+                                "partly used";
 }
 
 TEST_F(ExpandableGpu, TheFragmentationExampleWith20MiBPagesTakes140MiB) {

@@ -429,7 +429,9 @@ class Resource(_Handle):
     def caching(cls, upstream, expandable=False, page_size=0, libcumem_captures_only=False):
         """The caching adaptor over `upstream`. expandable: large blocks are pieces of
         per-stream address ranges with pages mapped on demand (device memory only;
-        page_size 0: 2 MiB), as PyTorch's expandable_segments:True.
+        page_size 0: 8 MiB pages for blocks of 16 MiB or more, 2 MiB for the
+        others; else every page is page_size bytes), as PyTorch's
+        expandable_segments:True.
         libcumem_captures_only: see only CUDA graph captures begun through
         libcumem (no driver call per allocation; captures begun by PyTorch or
         CuPy are then not seen)."""

@@ -42,20 +42,22 @@ uint64_t ExpandableSegments::offset_of(const Piece* p) const {
   return static_cast<uint64_t>(p->ptr - p->segment->pages->base());
 }
 
+uint64_t ExpandableSegments::page_of(const Piece* p) { return p->segment->pages->page_size(); }
+
 void ExpandableSegments::insert_unmapped(Piece* p) {
   p->free = false;
   p->mapped = false;
   p->key = kAnyStream;
-  unmapped_.emplace(p->segment->owner, p->ptr, p);
+  unmapped_.emplace(p->segment->owner, page_of(p), p->ptr, p);
 }
 
 void ExpandableSegments::erase_unmapped(Piece* p) {
-  unmapped_.erase({p->segment->owner, p->ptr, p});
+  unmapped_.erase({p->segment->owner, page_of(p), p->ptr, p});
 }
 
-ExpandableSegment* ExpandableSegments::add_range(uint64_t bytes, uintptr_t key) {
+ExpandableSegment* ExpandableSegments::add_range(uint64_t bytes, uintptr_t key, uint64_t page) {
   auto segment = std::make_unique<ExpandableSegment>();
-  segment->pages = pages_.reserve(bytes);
+  segment->pages = pages_.reserve(bytes, page);
   segment->owner = key;
   auto head = std::make_unique<Piece>();
   head->ptr = segment->pages->base();
@@ -69,10 +71,10 @@ ExpandableSegment* ExpandableSegments::add_range(uint64_t bytes, uintptr_t key) 
 }
 
 ExpandableSegments::Spot ExpandableSegments::find_spot(uint64_t rounded, uintptr_t key) const {
-  const uint64_t page = pages_.page_size();
-  for (auto it = unmapped_.lower_bound({key, nullptr, nullptr});
-       it != unmapped_.end() && std::get<0>(*it) == key; ++it) {
-    Piece* u = std::get<2>(*it);
+  const uint64_t page = pages_.page_for(rounded);
+  for (auto it = unmapped_.lower_bound({key, page, nullptr, nullptr});
+       it != unmapped_.end() && std::get<0>(*it) == key && std::get<1>(*it) == page; ++it) {
+    Piece* u = std::get<3>(*it);
     Spot s;
     s.unmapped = u;
     s.before = joins(u->prev, key) ? u->prev : nullptr;
@@ -91,11 +93,11 @@ ExpandableSegments::Spot ExpandableSegments::find_spot(uint64_t rounded, uintptr
 }
 
 Grown ExpandableSegments::grow(uint64_t rounded, uintptr_t key) {
-  const uint64_t page = pages_.page_size();
+  const uint64_t page = pages_.page_for(rounded);
   Spot s = find_spot(rounded, key);
   if (!s.unmapped) {
-    // No range of this stream has room: a new one.
-    add_range(std::max(pages_.range_size(), round_up(rounded, page)), key);
+    // No range of this stream with these pages has room: a new one.
+    add_range(std::max(pages_.range_size(), round_up(rounded, page)), key, page);
     s = find_spot(rounded, key);
     if (!s.unmapped)
       fail(Status::out_of_memory, "no address range could hold a block of " + describe_bytes(rounded));
@@ -133,11 +135,11 @@ Grown ExpandableSegments::grow(uint64_t rounded, uintptr_t key) {
 }
 
 std::vector<ExpandableSegments::Span> ExpandableSegments::whole_pages(uint64_t below) const {
-  const uint64_t page = pages_.page_size();
   std::vector<Span> spans;
   for (const auto& [size, ptr, p] : by_size_) {
     if (size >= below) break;  // by size: the rest are larger
     if (!p->segment) continue;
+    const uint64_t page = page_of(p);
     // The first and the last page boundary inside the piece, as range
     // offsets: a piece within one page has none (first > last).
     const uint64_t at = offset_of(p);
@@ -158,33 +160,43 @@ void ExpandableSegments::unmap_span(const Span& s, uint64_t bytes,
   s.piece->segment->pages->unmap(offset_of(s.piece) + lo, bytes);
   if (spans_out) spans_out->emplace_back(s.piece->ptr + lo, bytes);
   mapped_ -= bytes;
-  pages_unmapped_ += bytes / pages_.page_size();
+  pages_unmapped_ += bytes / page_of(s.piece);
   make_unmapped(s.piece, lo, s.hi);
+}
+
+// The bytes grow() would map for the block at `spot` (in a new range when
+// no range has room), and whether the fragment `s` is a neighbour of the
+// spot (unmapping it would merge into the spot, and give it nothing).
+uint64_t ExpandableSegments::bytes_to_map(const Spot& spot, uint64_t rounded) const {
+  return spot.unmapped ? spot.bytes : round_up(rounded, pages_.page_for(rounded));
+}
+
+bool ExpandableSegments::next_to(const Spot& spot, const Span& s) {
+  return spot.unmapped && (s.piece == spot.unmapped->prev || s.piece == spot.unmapped->next);
 }
 
 uint64_t ExpandableSegments::fragment_bytes(uint64_t rounded, uintptr_t key) const {
   const Spot spot = find_spot(rounded, key);
-  if (!spot.unmapped) return 0;
   uint64_t bytes = 0;
   for (const Span& s : whole_pages(rounded))
-    if (s.piece != spot.unmapped->prev && s.piece != spot.unmapped->next) bytes += s.bytes;
-  return std::min(bytes, spot.bytes);
+    if (!next_to(spot, s)) bytes += s.bytes;
+  return std::min(bytes, bytes_to_map(spot, rounded));
 }
 
 uint64_t ExpandableSegments::recycle(uint64_t rounded, uintptr_t key,
                                      std::vector<std::pair<char*, uint64_t>>* spans_out) {
   const Spot spot = find_spot(rounded, key);
-  if (!spot.unmapped) return 0;
-  uint64_t left = spot.bytes, unmapped = 0;
+  uint64_t left = bytes_to_map(spot, rounded), unmapped = 0;
   const std::vector<Span> spans = whole_pages(rounded);
   if (spans_out) spans_out->reserve(spans_out->size() + spans.size());  // no throw below
   for (const Span& s : spans) {
     if (left == 0) break;
-    // The neighbours of the spot stay: unmapping them would merge into it.
-    if (s.piece == spot.unmapped->prev || s.piece == spot.unmapped->next) continue;
-    const uint64_t bytes = std::min(left, s.bytes);
+    if (next_to(spot, s)) continue;
+    // Whole pages of the fragment's range (larger ones than the spot's
+    // may unmap more than it needs).
+    const uint64_t bytes = std::min(round_up(left, page_of(s.piece)), s.bytes);
     unmap_span(s, bytes, spans_out);
-    left -= bytes;
+    left -= std::min(left, bytes);
     unmapped += bytes;
   }
   return unmapped;

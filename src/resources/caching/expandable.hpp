@@ -1,6 +1,7 @@
 // Expandable segments, the central part of an expandable cache: each stream
-// has an address range (more when one fills up) in which large blocks are
-// pieces; physical pages are mapped under a stream's range when its free
+// has an address range for each page size (more when one fills up) in which
+// large blocks are pieces; physical pages are mapped under a stream's range
+// of the block's page size (pages.hpp) when its free
 // pieces cannot serve a request, at the lowest address where free and
 // unmapped space together fit it, and unmapped again when the cache gives
 // memory back. So a block freed at one size serves any other size, and
@@ -25,7 +26,9 @@
 
 namespace cumem::core::caching {
 
-// One reserved range, grown on behalf of one stream.
+// One reserved range, grown on behalf of one stream, mapped in pages of
+// one size (pages.hpp: blocks of a large page or more have ranges of large
+// pages, the others ranges of small pages).
 struct ExpandableSegment {
   std::unique_ptr<PageRange> pages;
   uintptr_t owner = 0;  // the stream key whose requests map pages here
@@ -51,7 +54,8 @@ class ExpandableSegments : public Segments {
   ~ExpandableSegments() override;
 
   // Maps pages for a block of `rounded` bytes (a multiple of kMinBlock) on
-  // stream `key`: at the lowest address of that stream's ranges where pages
+  // stream `key`: at the lowest address of that stream's ranges with the
+  // block's page size (PageSource::page_for) where pages
   // mapped after a free piece of the stream (or of none), or into a hole,
   // fit it; in a new range when none does. All or nothing: the page
   // source's out_of_memory (or a refused reservation) leaves everything as
@@ -70,7 +74,9 @@ class ExpandableSegments : public Segments {
   // the block may hold whole pages of their own (fragments between blocks
   // in use). fragment_bytes() says how many of the bytes grow() would map
   // such pages could give; recycle() unmaps that many (largest fragments
-  // first, a fragment's last pages first) and returns the bytes unmapped,
+  // first, a fragment's last pages first, in ranges of either page size: a
+  // fragment's pages may be larger than the block's, and then it unmaps
+  // more than grow() maps) and returns the bytes unmapped,
   // so that grow() then maps no more physical memory than the cache held.
   // Only after a wait for the device (the fragments' work is done).
   uint64_t fragment_bytes(uint64_t rounded, uintptr_t key) const;
@@ -78,8 +84,8 @@ class ExpandableSegments : public Segments {
                    std::vector<std::pair<char*, uint64_t>>* spans = nullptr);
 
   uint64_t mapped_bytes() const { return mapped_; }  // pages mapped now
-  uint64_t pages_mapped() const { return pages_mapped_; }    // ever
-  uint64_t pages_unmapped() const { return pages_unmapped_; }  // ever
+  uint64_t pages_mapped() const { return pages_mapped_; }    // ever, of either size
+  uint64_t pages_unmapped() const { return pages_unmapped_; }  // ever, of either size
   size_t range_count() const { return segments_.size(); }
   // Bytes of ranges the destructor left mapped, for the adaptor's warning.
   uint64_t in_use_bytes() const;
@@ -104,11 +110,14 @@ class ExpandableSegments : public Segments {
   };
 
   Spot find_spot(uint64_t rounded, uintptr_t key) const;
+  uint64_t bytes_to_map(const Spot& spot, uint64_t rounded) const;
+  static bool next_to(const Spot& spot, const Span& s);
   // The whole pages of free pieces smaller than `below`, largest first.
   std::vector<Span> whole_pages(uint64_t below) const;
   // Unmaps the last `bytes` (whole pages) of span `s`.
   void unmap_span(const Span& s, uint64_t bytes, std::vector<std::pair<char*, uint64_t>>* spans_out);
-  ExpandableSegment* add_range(uint64_t bytes, uintptr_t key);
+  ExpandableSegment* add_range(uint64_t bytes, uintptr_t key, uint64_t page);
+  static uint64_t page_of(const Piece* p);  // the page size of p's range
   void insert_unmapped(Piece* p);
   void erase_unmapped(Piece* p);
   // Turns [p->ptr + lo, p->ptr + hi) of the free piece `p` (page offsets
@@ -119,8 +128,9 @@ class ExpandableSegments : public Segments {
 
   PageSource& pages_;
   std::vector<std::unique_ptr<ExpandableSegment>> segments_;
-  // Unmapped pieces by owning stream and address (lowest first).
-  std::set<std::tuple<uintptr_t, char*, Piece*>> unmapped_;
+  // Unmapped pieces by owning stream, their range's page size and address
+  // (lowest first).
+  std::set<std::tuple<uintptr_t, uint64_t, char*, Piece*>> unmapped_;
   uint64_t mapped_ = 0;
   uint64_t pages_mapped_ = 0, pages_unmapped_ = 0;
 };

@@ -3,7 +3,9 @@
 // source is the virtual-memory layer (vmm_pages.hpp: vmm::Range over the
 // upstream's device); the host tests use a recording one. Mapping is
 // synchronous with the GPU and costs about the same per page whatever its
-// size; the default page is still small (2 MiB, vmm_pages.hpp says why).
+// size, so a source may have two page sizes: large pages for the blocks of
+// at least two large pages, small pages for the others, each size in
+// ranges of its own (vmm_pages.hpp says which sizes, and why).
 #pragma once
 
 #include <cstdint>
@@ -11,13 +13,15 @@
 
 namespace cumem::core::caching {
 
-// One reserved address range. Not thread-safe: the cache calls it under its
-// central lock.
+// One reserved address range, mapped in pages of one size. Not
+// thread-safe: the cache calls it under its central lock.
 class PageRange {
  public:
   virtual ~PageRange() = default;  // unmaps what is mapped, frees the address space
   virtual char* base() const = 0;
   virtual uint64_t size() const = 0;
+  // What map and unmap work in: every offset and size is a multiple.
+  virtual uint64_t page_size() const = 0;
   // Physical memory for [offset, offset + bytes), multiples of the page
   // size, nothing mapped there yet; all or nothing. Out of memory:
   // Error(out_of_memory), nothing mapped.
@@ -30,13 +34,24 @@ class PageRange {
 class PageSource {
  public:
   virtual ~PageSource() = default;
-  // What map and unmap work in: every offset and size is a multiple.
+  // The pages of ranges for blocks smaller than two large pages.
   virtual uint64_t page_size() const = 0;
-  // The address space a stream's first range reserves (enough for the
-  // device's whole memory and some more, as PyTorch's expandable segments).
+  // The pages of ranges for blocks of at least two of them (so that a
+  // block's last, partly used page is at most a third of what it maps): a
+  // multiple of page_size(); equal to it when the source has one size.
+  virtual uint64_t large_page_size() const { return page_size(); }
+  // The page size of the ranges that map blocks of `rounded` bytes.
+  uint64_t page_for(uint64_t rounded) const {
+    const uint64_t large = large_page_size();
+    return rounded >= 2 * large ? large : page_size();
+  }
+  // The address space a stream's first range of either page size reserves
+  // (enough for the device's whole memory and some more, as PyTorch's
+  // expandable segments): a multiple of large_page_size().
   virtual uint64_t range_size() const = 0;
-  // A new range of `bytes` (a multiple of page_size()) with nothing mapped.
-  virtual std::unique_ptr<PageRange> reserve(uint64_t bytes) = 0;
+  // A new range of `bytes` (a multiple of `page`, which is page_size() or
+  // large_page_size()) mapped in pages of `page`, nothing mapped yet.
+  virtual std::unique_ptr<PageRange> reserve(uint64_t bytes, uint64_t page) = 0;
   // The resource the pages are for (its id): ranges reserved from then on
   // tell the unmap subscribers before pages are unmapped (src/unmap_events.hpp).
   virtual void set_owner(uint64_t resource_id) { (void)resource_id; }

@@ -13,6 +13,7 @@ class VmmRange final : public PageRange {
       : range_(std::move(range)), page_(page) {}
   char* base() const override { return reinterpret_cast<char*>(range_->address()); }
   uint64_t size() const override { return range_->reserved(); }
+  uint64_t page_size() const override { return page_; }
   void map(uint64_t offset, uint64_t bytes) override {
     range_->map(static_cast<size_t>(offset), static_cast<size_t>(bytes),
                 static_cast<size_t>(page_));
@@ -28,23 +29,24 @@ class VmmRange final : public PageRange {
 
 class VmmPages final : public PageSource {
  public:
-  VmmPages(std::shared_ptr<const vmm::Spec> spec, uint64_t page, uint64_t range)
-      : spec_(std::move(spec)), page_(page), range_(range) {}
+  VmmPages(std::shared_ptr<const vmm::Spec> spec, uint64_t page, uint64_t large, uint64_t range)
+      : spec_(std::move(spec)), page_(page), large_(large), range_(range) {}
   uint64_t page_size() const override { return page_; }
   uint64_t range_size() const override { return range_; }
+  uint64_t large_page_size() const override { return large_; }
   void set_owner(uint64_t resource_id) override { owner_ = resource_id; }
-  std::unique_ptr<PageRange> reserve(uint64_t bytes) override {
+  std::unique_ptr<PageRange> reserve(uint64_t bytes, uint64_t page) override {
     std::unique_ptr<vmm::Range> r = vmm::Range::reserve(spec_, static_cast<size_t>(bytes));
     r->set_owner(owner_);
     // The access list applies to every page mapped later.
     r->set_access(Location{LocationType::device, spec_->device().ordinal()},
                   vmm::Access::read_write);
-    return std::make_unique<VmmRange>(std::move(r), page_);
+    return std::make_unique<VmmRange>(std::move(r), page);
   }
 
  private:
   std::shared_ptr<const vmm::Spec> spec_;
-  uint64_t page_, range_;
+  uint64_t page_, large_, range_;
   uint64_t owner_ = 0;
 };
 
@@ -57,9 +59,10 @@ std::unique_ptr<PageSource> device_pages(Ref<Device> device, uint64_t page_size)
   const uint64_t total = device->properties().total_memory;
   auto spec = vmm::Spec::create(std::move(device), o);
   const uint64_t g = spec->granularity();
-  uint64_t page = page_size;
+  uint64_t page = page_size, large = page_size;
   if (page == 0) {
     page = (kDefaultPageSize + g - 1) / g * g;
+    large = (kDefaultLargePageSize + page - 1) / page * page;
   } else if (page % g != 0) {
     fail(Status::invalid_argument, "the page size of " + describe_bytes(page_size) +
                                        " is not a multiple of the granularity of " +
@@ -67,8 +70,8 @@ std::unique_ptr<PageSource> device_pages(Ref<Device> device, uint64_t page_size)
   }
   // Address space for the device's whole memory and an eighth more, so
   // that pages unmapped early in a range can be mapped again at its end.
-  const uint64_t range = (total + total / 8 + page - 1) / page * page;
-  return std::make_unique<VmmPages>(std::move(spec), page, range > page ? range : page);
+  const uint64_t range = (total + total / 8 + large - 1) / large * large;
+  return std::make_unique<VmmPages>(std::move(spec), page, large, range > large ? range : large);
 }
 
 }  // namespace cumem::core::caching

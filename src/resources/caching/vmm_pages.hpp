@@ -12,18 +12,29 @@
 
 namespace cumem::core::caching {
 
-// 2 MiB, the H200's granularity (PyTorch maps 20 MiB pages for its large
-// blocks): the cache recycles the whole pages of fragments before it maps
-// new ones (expandable.hpp), and small pages leave fewer bytes stranded in
-// fragments; replayed training traces hold 0.3-0.7 % over their peak in use
-// on 2 MiB pages, 1-3.5 % on 20 MiB ones. Mapping costs more calls per
-// block (bench_expandable measures both).
+// The default pages: 8 MiB for blocks of 16 MiB or more, 2 MiB (the
+// H200's granularity) for the others. Each page costs driver calls
+// whatever its size (cuMemCreate, cuMemMap, cuMemSetAccess; cuMemUnmap and
+// cuMemRelease when it goes): 0.1 ms together on an idle H200, 0.37 ms to
+// map and 0.28 ms to unmap while a kernel runs, which is when a training
+// maps (tools/probes/vmm_busy_probe.py; no call waits for the kernel). A
+// training's first run maps most of what it uses: on 2 MiB pages alone it
+// ran 4-10 % slower than PyTorch's (GPT-2 13.8 steps/s against 14.4, MLP
+// 13.9 against 15.3; 7086 and 5810 pages), on the default 14.7 and 14.9
+// (2617 and 1272 pages). Small pages leave fewer bytes stranded where the
+// cache recycles the whole pages of fragments before it maps new ones
+// (expandable.hpp): GPT-2 took 1.005x its peak on 2 MiB pages, 1.008x on
+// the default and on PyTorch's sizes (20 MiB pages for the blocks of
+// 20 MiB or more), the MLP 1.009x, 1.010x and 1.035x (H200, 2026-12-03,
+// bench/README.md).
 inline constexpr uint64_t kDefaultPageSize = uint64_t{2} << 20;
+inline constexpr uint64_t kDefaultLargePageSize = uint64_t{8} << 20;
 
-// Device memory of `device` in pages of `page_size` bytes (0: the default,
-// raised to a multiple of the granularity; else it must be a multiple of
-// the device's granularity: invalid_argument naming it). A device without
-// virtual memory management is not_supported.
+// Device memory of `device` in pages: `page_size` 0 is the default pages
+// (each raised to a multiple of the granularity); else every page is
+// `page_size` bytes, which must be a multiple of the device's granularity
+// (invalid_argument naming it). A device without virtual memory management
+// is not_supported.
 std::unique_ptr<PageSource> device_pages(Ref<Device> device, uint64_t page_size);
 
 }  // namespace cumem::core::caching

@@ -52,6 +52,7 @@ class RecordingRange final : public PageRange {
   // Never touched: 16 TiB apart, so ranges never overlap.
   char* base() const override { return reinterpret_cast<char*>(uintptr_t(number_) << 44); }
   uint64_t size() const override { return size_; }
+  uint64_t page_size() const override { return page_; }
   void map(uint64_t offset, uint64_t bytes) override {
     check(offset, bytes);
     if (calls_.refuse_next_map) {
@@ -89,9 +90,12 @@ class RecordingRange final : public PageRange {
   std::map<uint64_t, bool> mapped_;
 };
 
+// Pages of one size, or (with `large`) small pages for blocks under `large`
+// bytes and pages of `large` for the others.
 class RecordingPages final : public PageSource {
  public:
-  RecordingPages(Calls& calls, uint64_t page, uint64_t range) : calls_(calls), page_(page), range_(range) {}
+  RecordingPages(Calls& calls, uint64_t page, uint64_t range, uint64_t large = 0)
+      : calls_(calls), page_(page), large_(large ? large : page), range_(range) {}
   // Destroys the ranges the segments left (blocks in use); returns how many.
   size_t destroy_left() {
     const std::set<RecordingRange*> left = live.ranges;
@@ -100,16 +104,22 @@ class RecordingPages final : public PageSource {
   }
   LiveRanges live;
   uint64_t page_size() const override { return page_; }
+  uint64_t large_page_size() const override { return large_; }
   uint64_t range_size() const override { return range_; }
-  std::unique_ptr<PageRange> reserve(uint64_t bytes) override {
+  // Logged as "reserve R1 1000" (pages of one size) or "reserve R1 1000/2"
+  // (a range of 2 MiB pages, with two sizes).
+  std::unique_ptr<PageRange> reserve(uint64_t bytes, uint64_t page) override {
+    EXPECT_TRUE(page == page_ || page == large_) << page;
+    EXPECT_EQ(bytes % page, 0u);
     ++ranges_;
-    calls_.log.push_back("reserve R" + std::to_string(ranges_) + " " + std::to_string(bytes / MiB));
-    return std::make_unique<RecordingRange>(calls_, live, ranges_, bytes, page_);
+    calls_.log.push_back("reserve R" + std::to_string(ranges_) + " " + std::to_string(bytes / MiB) +
+                         (page_ == large_ ? "" : "/" + std::to_string(page / MiB)));
+    return std::make_unique<RecordingRange>(calls_, live, ranges_, bytes, page);
   }
 
  private:
   Calls& calls_;
-  uint64_t page_, range_;
+  uint64_t page_, large_, range_;
   int ranges_ = 0;
 };
 
@@ -326,6 +336,75 @@ TEST_F(Expandable, ANewPageJoinsAFreePieceOfItsStreamOrOfNone) {
   segments.put_back(b, 1);
   EXPECT_EQ(segments.free_bytes(), 40 * MiB);
   EXPECT_EQ(segments.piece_count(), 2u);
+}
+
+// Two page sizes, the device's default: 8 MiB pages for blocks of 16 MiB or
+// more, 2 MiB pages for the others, each size in ranges of its own.
+class TwoPageSizes : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    owned.reset();
+    pages.destroy_left();
+  }
+  Calls calls;
+  RecordingPages pages{calls, 2 * MiB, 1000 * MiB, 8 * MiB};
+  std::unique_ptr<ExpandableSegments> owned = std::make_unique<ExpandableSegments>(pages);
+  ExpandableSegments& segments = *owned;
+  void* allocate(uint64_t bytes, uintptr_t key = 1) {
+    const Taken t = segments.take(bytes, key);
+    if (t.ptr) return t.ptr;
+    return segments.grow(bytes, key).taken.ptr;
+  }
+};
+
+TEST_F(TwoPageSizes, LargeBlocksMapLargePagesAndSmallerOnesSmallPagesInRangesOfTheirOwn) {
+  void* a = allocate(30 * MiB);
+  EXPECT_EQ(a, at(1, 0));
+  EXPECT_EQ(calls.take(), "reserve R1 1000/8, map R1 0+32") << "four pages of 8 MiB";
+  // A free piece serves any block, whichever pages hold it.
+  void* b = allocate(2 * MiB);
+  EXPECT_EQ(b, at(1, 30));
+  EXPECT_EQ(calls.take(), "");
+  // Under 16 MiB and larger than every free piece: 2 MiB pages, elsewhere.
+  void* c = allocate(12 * MiB);
+  EXPECT_EQ(c, at(2, 0));
+  EXPECT_EQ(calls.take(), "reserve R2 1000/2, map R2 0+12") << "six pages of 2 MiB";
+  // 16 MiB is two large pages.
+  void* d = allocate(16 * MiB);
+  EXPECT_EQ(d, at(1, 32));
+  EXPECT_EQ(calls.take(), "map R1 32+16");
+  EXPECT_EQ(segments.pages_mapped(), 12u);
+  EXPECT_EQ(segments.mapped_bytes(), 60 * MiB);
+  // Trimmed, the whole pages of both sizes go, and both ranges.
+  for (void* p : {a, b, c, d}) segments.put_back(p, 1);
+  segments.forget_streams({});
+  uint64_t cached = segments.free_bytes();
+  EXPECT_EQ(cached, 60 * MiB);
+  EXPECT_EQ(segments.unmap_free(0, cached), 60 * MiB);
+  EXPECT_EQ(calls.take(), "unmap R1 0+48, unmap R2 0+12, free R1, free R2");
+  EXPECT_EQ(segments.pages_unmapped(), 12u);
+  EXPECT_EQ(segments.range_count(), 0u);
+}
+
+TEST_F(TwoPageSizes, FragmentsOfSmallPagesAreRecycledForALargeBlock) {
+  void* x = allocate(8 * MiB);
+  void* y = allocate(10 * MiB);
+  void* z = allocate(2 * MiB);
+  EXPECT_EQ(calls.take(), "reserve R1 1000/2, map R1 0+8, map R1 8+10, map R1 18+2");
+  segments.put_back(y, 1);
+  segments.forget_streams({});
+  // 30 MiB fits no free piece; no range of 8 MiB pages exists yet, and the
+  // new one would map 32 MiB: the fragment's 10 MiB of whole pages go first.
+  EXPECT_EQ(segments.fragment_bytes(30 * MiB, 1), 10 * MiB);
+  EXPECT_EQ(segments.recycle(30 * MiB, 1), 10 * MiB);
+  EXPECT_EQ(calls.take(), "unmap R1 8+10");
+  EXPECT_EQ(allocate(30 * MiB), at(2, 0));
+  EXPECT_EQ(calls.take(), "reserve R2 1000/8, map R2 0+32");
+  EXPECT_EQ(segments.mapped_bytes(), 42 * MiB);
+  EXPECT_EQ(segments.pages_mapped(), 14u) << "4 + 5 + 1 of 2 MiB, 4 of 8 MiB";
+  EXPECT_EQ(segments.pages_unmapped(), 5u);
+  (void)x;
+  (void)z;
 }
 
 TEST_F(Expandable, ARangeWithBlocksInUseOutlivesTheSegments) {
