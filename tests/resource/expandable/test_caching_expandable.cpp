@@ -270,6 +270,31 @@ TEST_F(ExpandableCache, EachStreamGrowsItsOwnRangeAndReusesAnothersBlocksInOrder
   cumem_stream_release(other);
 }
 
+TEST_F(ExpandableCache, TheDefaultPagesAre8MiBForBlocksOf16MiBOrMoreAnd2MiBForTheOthers) {
+  cumem_resource_t* def = make(0);
+  ASSERT_NE(def, nullptr) << cumem_last_error_message();
+  void* large = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(def, 30 * MiB, stream, &large));
+  EXPECT_EQ(caching_of(def).pages_mapped, 4u) << "30 MiB in four 8 MiB pages";
+  EXPECT_EQ(caching_of(def).bytes_reserved, 32 * MiB);
+  EXPECT_EQ(fake.counts().reserves, 1u);
+  // 5 MiB fits no free piece (2 MiB are left) and is under 16 MiB: 2 MiB
+  // pages, in a range of their own.
+  void* medium = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(def, 5 * MiB, stream, &medium));
+  EXPECT_EQ(caching_of(def).pages_mapped, 4u + 3u) << "5 MiB in three 2 MiB pages";
+  EXPECT_EQ(caching_of(def).bytes_reserved, 38 * MiB);
+  EXPECT_EQ(fake.counts().reserves, 2u);
+  std::memset(large, 0x11, 30 * MiB);  // both usable
+  std::memset(medium, 0x22, 5 * MiB);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(def, large, 30 * MiB, stream));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(def, medium, 5 * MiB, stream));
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(def, 0));
+  EXPECT_EQ(caching_of(def).pages_unmapped, 7u);
+  EXPECT_EQ(fake.counts().live_reservations, 0u) << "both ranges freed";
+  cumem_resource_release(def);
+}
+
 TEST_F(ExpandableCache, ThePageSizeIsAnOptionAtTheGranularity) {
   cumem_resource_t* four = make(4 * MiB);
   ASSERT_NE(four, nullptr) << cumem_last_error_message();
