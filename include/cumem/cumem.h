@@ -1200,9 +1200,10 @@ typedef struct cumem_caching_resource_options_t {
    *  out (plus less than a page per stream). Pages are unmapped, after
    *  waiting for the device's queued work, when the cache gives memory back:
    *  cumem_caching_resource_trim, _release_cached, an allocation that runs
-   *  out of memory, the resource's release. Mapping is synchronous with the
-   *  GPU (tens of microseconds a page): the first allocations that grow a
-   *  range are slower than a pool's; cached pairs are as fast as without.
+   *  out of memory, the resource's release. Mapping a page takes driver
+   *  calls on the host (0.06-0.4 ms a page on an H200, the more while
+   *  kernels run): the first allocations that grow a range are slower than
+   *  a pool's; cached pairs are as fast as without.
    *  The upstream serves the small blocks (up to 128 KiB) only, so an
    *  adaptor under the cache (a limit) does not see the large blocks: put a
    *  limit above the cache instead. The upstream's memory must be device

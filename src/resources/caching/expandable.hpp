@@ -27,8 +27,8 @@
 namespace cumem::core::caching {
 
 // One reserved range, grown on behalf of one stream, mapped in pages of
-// one size (pages.hpp: blocks of a large page or more have ranges of large
-// pages, the others ranges of small pages).
+// one size (pages.hpp: blocks of two large pages or more have ranges of
+// large pages, the others ranges of small pages).
 struct ExpandableSegment {
   std::unique_ptr<PageRange> pages;
   uintptr_t owner = 0;  // the stream key whose requests map pages here

@@ -1,9 +1,9 @@
 // Where the expandable segments' memory comes from: address ranges reserved
 // once, with physical pages mapped into them and unmapped again. The real
 // source is the virtual-memory layer (vmm_pages.hpp: vmm::Range over the
-// upstream's device); the host tests use a recording one. Mapping is
-// synchronous with the GPU and costs about the same per page whatever its
-// size, so a source may have two page sizes: large pages for the blocks of
+// upstream's device); the host tests use a recording one. A page costs
+// the same driver calls whatever its size (more while kernels run, though
+// none waits for them), so a source may have two page sizes: large pages for the blocks of
 // at least two large pages, small pages for the others, each size in
 // ranges of its own (vmm_pages.hpp says which sizes, and why).
 #pragma once
