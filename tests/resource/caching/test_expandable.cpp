@@ -126,7 +126,10 @@ class RecordingPages final : public PageSource {
 // Address of `mib` MiB into range `n`.
 char* at(int n, uint64_t mib) { return reinterpret_cast<char*>(uintptr_t(n) << 44) + mib * MiB; }
 
-class Expandable : public ::testing::Test {
+// Segments over a recording source of pages of `Page` bytes, or (with
+// `Large`) of `Page` and `Large` bytes.
+template <uint64_t Page, uint64_t Large>
+class SegmentsOver : public ::testing::Test {
  protected:
   // Tests may end with blocks in use: the segments then leave their ranges
   // mapped, and the test destroys them here.
@@ -135,7 +138,7 @@ class Expandable : public ::testing::Test {
     pages.destroy_left();
   }
   Calls calls;
-  RecordingPages pages{calls, 20 * MiB, 1000 * MiB};
+  RecordingPages pages{calls, Page, 1000 * MiB, Large};
   std::unique_ptr<ExpandableSegments> owned = std::make_unique<ExpandableSegments>(pages);
   ExpandableSegments& segments = *owned;
 
@@ -147,6 +150,8 @@ class Expandable : public ::testing::Test {
     return segments.grow(bytes, key).taken.ptr;
   }
 };
+
+using Expandable = SegmentsOver<20 * MiB, 0>;
 
 TEST_F(Expandable, TheFirstBlockReservesARangeAndMapsTheFewestPages) {
   EXPECT_EQ(allocate(30 * MiB), at(1, 0));
@@ -340,22 +345,7 @@ TEST_F(Expandable, ANewPageJoinsAFreePieceOfItsStreamOrOfNone) {
 
 // Two page sizes, the device's default: 8 MiB pages for blocks of 16 MiB or
 // more, 2 MiB pages for the others, each size in ranges of its own.
-class TwoPageSizes : public ::testing::Test {
- protected:
-  void TearDown() override {
-    owned.reset();
-    pages.destroy_left();
-  }
-  Calls calls;
-  RecordingPages pages{calls, 2 * MiB, 1000 * MiB, 8 * MiB};
-  std::unique_ptr<ExpandableSegments> owned = std::make_unique<ExpandableSegments>(pages);
-  ExpandableSegments& segments = *owned;
-  void* allocate(uint64_t bytes, uintptr_t key = 1) {
-    const Taken t = segments.take(bytes, key);
-    if (t.ptr) return t.ptr;
-    return segments.grow(bytes, key).taken.ptr;
-  }
-};
+using TwoPageSizes = SegmentsOver<2 * MiB, 8 * MiB>;
 
 TEST_F(TwoPageSizes, LargeBlocksMapLargePagesAndSmallerOnesSmallPagesInRangesOfTheirOwn) {
   void* a = allocate(30 * MiB);
