@@ -441,7 +441,8 @@ pub struct cumem_caching_resource_options_t {
     pub struct_size: u32,
     /// Expandable segments (device memory only); default false.
     pub expandable: cumem_bool_t,
-    /// With expandable: bytes mapped at a time; 0: 2 MiB.
+    /// With expandable: bytes mapped at a time; 0: 8 MiB pages for blocks of
+    /// 16 MiB or more, 2 MiB for the others.
     pub page_size: u64,
     /// See only captures begun through libcumem (no driver call per call).
     pub libcumem_captures_only: cumem_bool_t,
