@@ -15,6 +15,10 @@
 #   tools/gpu_check.sh bench      the benchmark programs (a release build)
 #   tools/gpu_check.sh workloads  the PyTorch memory workloads of bench/python
 #                                 (one process per allocator)
+#   tools/gpu_check.sh traces     the three trainings' requests recorded
+#                                 (tools/probes/trace_training.py) as
+#                                 $OUT/<workload>.trace.gz, for
+#                                 tests/resource/expandable/traces/
 set -uo pipefail
 cd "$(dirname "$0")/.."
 phase=${1:-tests}
@@ -65,8 +69,18 @@ case "$phase" in
       echo "== $w (exit $?)"; tail -12 "$out/$w.txt"
     done
     ;;
+  traces)
+    [ -f build/build.ninja ] || tools/build.sh >"$out/build.log" 2>&1
+    export CUMEM_FRAMEWORK_RESOURCE=expandable CUMEM_LIBRARY=build/libcumem.so.1
+    export PYTHONPATH=bindings/python:bench/python
+    export CUMEM_TORCH_EXTENSION=build/bindings/python/torch_extension/_cumem_torch.so
+    for w in mlp gpt2 resnet50; do
+      timeout 150 "$python" tools/probes/trace_training.py "$w" "$out/$w.trace.gz" >"$out/$w.trace.txt" 2>&1
+      echo "== $w (exit $?)"; tail -4 "$out/$w.trace.txt"
+    done
+    ;;
   *)
-    echo "usage: tools/gpu_check.sh tests|sanitize|bench|workloads" >&2
+    echo "usage: tools/gpu_check.sh tests|sanitize|bench|workloads|traces" >&2
     exit 2
     ;;
 esac
