@@ -114,6 +114,15 @@ Handle* to_handle(Ref<T> obj) {
   p->hand_out();
   return reinterpret_cast<Handle*>(const_cast<std::remove_const_t<T>*>(p));
 }
+// to_handle() for an object made by the call that hands it out, which no
+// other thread can reach yet (Object::hand_out_new).
+template <class Handle, class T>
+Handle* to_new_handle(Ref<T> obj) {
+  T* p = obj.detach();
+  if (!p) return nullptr;
+  p->hand_out_new();
+  return reinterpret_cast<Handle*>(const_cast<std::remove_const_t<T>*>(p));
+}
 // One more user handle to an object the core holds.
 template <class Handle, class T>
 Handle* share_handle(const T& obj) {

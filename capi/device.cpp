@@ -160,6 +160,6 @@ CUMEM_EXPORT cumem_status_t cumem_device_allocate(const cumem_device_t* device, 
   const Device& d = object(device, "device");
   const Stream* s = optional(stream, "stream");
   out(out_buffer, "out_buffer");
-  *out_buffer = to_handle<cumem_buffer_t>(Buffer::allocate(device_memory_resource(d), size, s));
+  *out_buffer = to_new_handle<cumem_buffer_t>(Buffer::allocate(device_memory_resource(d), size, s));
   CUMEM_CATCH
 }
