@@ -106,22 +106,22 @@ auto ref(Handle* handle, const char* name) {
   return Ref<T>::share(const_cast<T*>(&object(handle, name)));
 }
 
-// Hands `obj` (one core reference, consumed) to the user as a handle.
-template <class Handle, class T>
+// Hands `obj` (one core reference, consumed) to the user as a handle;
+// New: an object made by the call that hands it out, which no other thread
+// can reach yet (Object::hand_out_new: no compare-and-swap).
+template <class Handle, bool New = false, class T>
 Handle* to_handle(Ref<T> obj) {
   T* p = obj.detach();
   if (!p) return nullptr;
-  p->hand_out();
+  if constexpr (New)
+    p->hand_out_new();
+  else
+    p->hand_out();
   return reinterpret_cast<Handle*>(const_cast<std::remove_const_t<T>*>(p));
 }
-// to_handle() for an object made by the call that hands it out, which no
-// other thread can reach yet (Object::hand_out_new).
 template <class Handle, class T>
 Handle* to_new_handle(Ref<T> obj) {
-  T* p = obj.detach();
-  if (!p) return nullptr;
-  p->hand_out_new();
-  return reinterpret_cast<Handle*>(const_cast<std::remove_const_t<T>*>(p));
+  return to_handle<Handle, true>(std::move(obj));
 }
 // One more user handle to an object the core holds.
 template <class Handle, class T>
