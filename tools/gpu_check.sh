@@ -73,7 +73,8 @@ case "$phase" in
     [ -f build/build.ninja ] || tools/build.sh >"$out/build.log" 2>&1
     export CUMEM_FRAMEWORK_RESOURCE=expandable CUMEM_LIBRARY=build/libcumem.so.1
     export PYTHONPATH=bindings/python:bench/python
-    export CUMEM_TORCH_EXTENSION=build/bindings/python/torch_extension/_cumem_torch.so
+    # Through CUDAPluggableAllocator, as the committed traces were recorded.
+    unset CUMEM_TORCH_EXTENSION
     for w in mlp gpt2 resnet50; do
       timeout 150 "$python" tools/probes/trace_training.py "$w" "$out/$w.trace.gz" >"$out/$w.trace.txt" 2>&1
       echo "== $w (exit $?)"; tail -4 "$out/$w.trace.txt"
