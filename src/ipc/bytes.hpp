@@ -4,6 +4,7 @@
 // The one copy of each in libcumem.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -31,6 +32,10 @@ inline bool all_zero(const uint8_t* p, size_t n) noexcept {
   for (size_t i = 0; i < n; ++i)
     if (p[i] != 0) return false;
   return true;
+}
+template <size_t N>
+bool all_zero(const std::array<uint8_t, N>& bytes) noexcept {
+  return all_zero(bytes.data(), N);
 }
 
 // The table of the reflected polynomial 0xEDB88320, built at compile time.

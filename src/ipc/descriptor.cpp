@@ -46,11 +46,6 @@ MemoryKind core_kind(uint32_t wire) {
   }
 }
 
-template <size_t N>
-bool all_zero(const std::array<uint8_t, N>& bytes) {
-  return ::cumem::core::all_zero(bytes.data(), N);  // bytes.hpp's
-}
-
 const char* type_name(IpcType type) {
   switch (type) {
     case IpcType::pool_buffer: return "pool buffer";

@@ -71,7 +71,7 @@ void validate(const VirtualDescriptor& d) {
       reject("has location type " + std::to_string(d.location_type) +
              "; it must be 1 (device), 2 (host) or 3 (host NUMA node)");
   }
-  const bool zero_uuid = all_zero(d.device_uuid.data(), d.device_uuid.size());
+  const bool zero_uuid = all_zero(d.device_uuid);
   if (d.location_type == kVirtualDevice && zero_uuid)
     reject("of device memory has an all-zero device UUID; it must name the exporter's device");
   if (d.location_type != kVirtualDevice && !zero_uuid)
