@@ -17,12 +17,10 @@ page = int(sys.argv[1] if len(sys.argv) > 1 else 2) << 20
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 torch.empty(1, device="cuda")  # the primary context, which cuda_driver makes current too
 from cuda_driver import check, cu  # noqa: E402
-from vmm_structs import AccessDesc, Location, Prop  # noqa: E402
+from vmm_structs import device_memory, read_write  # noqa: E402
 
-prop = Prop()
-prop.type = 1  # CU_MEM_ALLOCATION_TYPE_PINNED
-prop.location = Location(1, 0)  # CU_MEM_LOCATION_TYPE_DEVICE, 0
-access = AccessDesc(Location(1, 0), 3)  # PROT_READWRITE
+prop = device_memory(0)
+access = read_write(0)
 base = ctypes.c_uint64()
 check(cu.cuMemAddressReserve(ctypes.byref(base), ctypes.c_size_t(page), ctypes.c_size_t(0),
                              ctypes.c_uint64(0), ctypes.c_ulonglong(0)), "cuMemAddressReserve")

@@ -13,13 +13,11 @@ page = int(sys.argv[1] if len(sys.argv) > 1 else 2) << 20
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 64
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 7
 from cuda_driver import check, cu  # device 0's context is current
-from vmm_structs import AccessDesc, Location, Prop
+from vmm_structs import device_memory, read_write
 
 
-prop = Prop()
-prop.type = 1  # CU_MEM_ALLOCATION_TYPE_PINNED
-prop.location = Location(1, 0)  # CU_MEM_LOCATION_TYPE_DEVICE, 0
-access = AccessDesc(Location(1, 0), 3)  # PROT_READWRITE
+prop = device_memory(0)
+access = read_write(0)
 base = ctypes.c_uint64()
 check(cu.cuMemAddressReserve(ctypes.byref(base), ctypes.c_size_t(n * page), ctypes.c_size_t(0),
                              ctypes.c_uint64(0), ctypes.c_ulonglong(0)), "cuMemAddressReserve")
