@@ -8,7 +8,6 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "alloc_conf.hpp"
 #include "capture.hpp"
@@ -18,6 +17,7 @@
 #include "error.hpp"
 #include "log.hpp"
 #include "native_stream.hpp"
+#include "pointer_map.hpp"
 #include "resources/caching_resource.hpp"
 #include "snapshot/registry.hpp"
 
@@ -50,9 +50,11 @@ struct Record {
   bool captured = false;  // allocated on a capturing stream (graph memory)
 };
 
+// Records by address, in shards of their own lock, each a flat map (no
+// allocation per insert or erase).
 struct Shard {
   std::mutex mutex;
-  std::unordered_map<void*, Record> records;
+  PointerMap<Record> records;
 };
 
 // Never destroyed: frameworks free memory during interpreter and static
