@@ -152,24 +152,24 @@ Allocator::DeviceState& Allocator::device_state(int device) {
 
 cumem_resource_t* Allocator::resource_of(int device) {
   DeviceState& d = devices_[device];
+  if (cumem_resource_t* r = d.resource.load(std::memory_order_acquire)) return r;
   // The framework resource at the device's first allocation (set or
   // configure libcumem before PyTorch allocates, as PyTorch's own
   // PYTORCH_CUDA_ALLOC_CONF is read once).
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
-  if (!d.resource) {
-    cumem_resource_t* r = nullptr;
-    check(cumem_framework_get_resource(device, &r),
-          "choosing the framework resource of device " + std::to_string(device));
-    d.resource = r;
-    cumem_device_t* dev = nullptr;
-    uint64_t free = 0;
-    if (cumem_device_get(device, &dev) == CUMEM_SUCCESS) {
-      (void)cumem_device_memory_info(dev, &free, &d.total_memory);
-      cumem_device_release(dev);
-    }
+  if (cumem_resource_t* r = d.resource.load(std::memory_order_relaxed)) return r;
+  cumem_resource_t* r = nullptr;
+  check(cumem_framework_get_resource(device, &r),
+        "choosing the framework resource of device " + std::to_string(device));
+  cumem_device_t* dev = nullptr;
+  uint64_t free = 0;
+  if (cumem_device_get(device, &dev) == CUMEM_SUCCESS) {
+    (void)cumem_device_memory_info(dev, &free, &d.total_memory);
+    cumem_device_release(dev);
   }
-  return d.resource;
+  d.resource.store(r, std::memory_order_release);  // after total_memory
+  return r;
 }
 
 void Allocator::init(int device_count) {
@@ -225,16 +225,17 @@ void* Allocator::allocate_on(int device, size_t requested, cudaStream_t stream) 
   const size_t size = (requested + kRound - 1) / kRound * kRound;
   DeviceState& d = devices_[device];
   cumem_resource_t* resource = resource_of(device);
-  if (d.fraction < 1.0) {
+  const double fraction = d.fraction.load(std::memory_order_relaxed);
+  if (fraction < 1.0) {
     int64_t in_use = 0;
     {
       std::lock_guard<std::mutex> lock(d.stats_mutex);
       in_use = d.stats.allocated_bytes[kAggregate].current;
     }
-    const double limit = d.fraction * static_cast<double>(d.total_memory);
+    const double limit = fraction * static_cast<double>(d.total_memory);
     if (static_cast<double>(in_use) + static_cast<double>(size) > limit)
       out_of_memory(device, size,
-                    "the memory fraction " + std::to_string(d.fraction) + " of device " +
+                    "the memory fraction " + std::to_string(fraction) + " of device " +
                         std::to_string(device) + " allows " +
                         bytes_text(static_cast<uint64_t>(limit)) + " and " + bytes_text(in_use) +
                         " are allocated");
@@ -567,32 +568,33 @@ void Allocator::emptyCache(MempoolId_t mempool_id) {
   }
   for (int device = 0; device < device_count_; ++device) {
     DeviceState& d = devices_[device];
-    if (!d.resource) continue;
+    cumem_resource_t* resource = d.resource.load(std::memory_order_acquire);
+    if (!resource) continue;
     // The driver refuses to wait for a device while one of its streams
     // captures: the cache stays as it is until the capture ends.
     if (d.captures_underway.load() > 0) continue;
     retire_pools(device);
     cumem_caching_statistics_t cs = CUMEM_CACHING_STATISTICS_INIT;
-    if (cumem_caching_resource_get_statistics(d.resource, &cs) == CUMEM_SUCCESS) {
-      check(cumem_caching_resource_trim(d.resource, 0), "emptying the cache of device " +
+    if (cumem_caching_resource_get_statistics(resource, &cs) == CUMEM_SUCCESS) {
+      check(cumem_caching_resource_trim(resource, 0), "emptying the cache of device " +
                                                             std::to_string(device));
       continue;
     }
     cumem_resource_properties_t props = CUMEM_RESOURCE_PROPERTIES_INIT;
-    if (cumem_resource_get_properties(d.resource, &props) == CUMEM_SUCCESS && props.is_pool) {
+    if (cumem_resource_get_properties(resource, &props) == CUMEM_SUCCESS && props.is_pool) {
       cumem_device_t* dev = nullptr;
       check(cumem_device_get(device, &dev), "cumem_device_get");
       const cumem_status_t s = cumem_device_synchronize(dev);
       cumem_device_release(dev);
       check(s, "waiting for device " + std::to_string(device) + " before trimming its pool");
-      check(cumem_resource_pool_trim(d.resource, 0),
+      check(cumem_resource_pool_trim(resource, 0),
             "trimming the pool of device " + std::to_string(device));
     }
   }
 }
 
 double Allocator::getMemoryFraction(c10::DeviceIndex device) {
-  return device_state(device).fraction;
+  return device_state(device).fraction.load(std::memory_order_relaxed);
 }
 
 void Allocator::setMemoryFraction(double fraction, c10::DeviceIndex device) {
@@ -600,7 +602,7 @@ void Allocator::setMemoryFraction(double fraction, c10::DeviceIndex device) {
               ": it must be between 0 and 1");
   DeviceState& d = device_state(device);
   (void)resource_of(device);  // reads the device's total memory
-  d.fraction = fraction;
+  d.fraction.store(fraction, std::memory_order_relaxed);
 }
 
 std::vector<cca::StreamSegmentSize> Allocator::getExpandableSegmentSizes(c10::DeviceIndex device) {

@@ -27,6 +27,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "pointer_map.hpp"  // src/: the flat map of records
+
 namespace cumem_torch {
 
 namespace cca = c10::cuda::CUDACachingAllocator;
@@ -43,7 +45,8 @@ constexpr size_t kSmallSize = 1 << 20;
 
 struct Pool;
 
-// One live allocation. The map of records is sharded by address; a record
+// One live allocation. The map of records is sharded by address (a lock and
+// a flat map per shard: no allocation per insert or erase); a record
 // is looked up by the pointer PyTorch frees (DataPtr's context is the
 // pointer, as with PyTorch's own allocator, so that code that needs a
 // "simple" DataPtr keeps working).
@@ -166,15 +169,17 @@ class Allocator final : public cca::CUDAAllocator {
  private:
   struct Shard {
     std::mutex mutex;
-    std::unordered_map<void*, Record> records;
+    cumem::PointerMap<Record> records;
   };
   struct DeviceState {
     std::mutex stats_mutex;
     DeviceStats stats;
     int64_t reserved_peak_base = 0;  // reserved bytes when the peak was last reset
-    double fraction = 1.0;
-    uint64_t total_memory = 0;
-    cumem_resource_t* resource = nullptr;  // the framework resource (a reference)
+    std::atomic<double> fraction{1.0};
+    uint64_t total_memory = 0;  // written before `resource` is published
+    // The framework resource (a reference), chosen at the device's first
+    // allocation and read without a lock after that.
+    std::atomic<cumem_resource_t*> resource{nullptr};
     std::atomic<int> captures_underway{0};
     std::atomic<bool> pools_active{false};
   };

@@ -145,8 +145,9 @@ cca::SnapshotInfo Allocator::snapshot(MempoolId_t mempool_id, bool include_trace
   {
     std::lock_guard<std::mutex> lock(pools_mutex_);
     for (int device = 0; device < device_count_; ++device) {
-      if (mempool_id == MempoolId_t{0, 0} && devices_[device].resource)
-        sources.push_back({device, {devices_[device].resource, {0, 0}, false}});
+      cumem_resource_t* resource = devices_[device].resource.load(std::memory_order_acquire);
+      if (mempool_id == MempoolId_t{0, 0} && resource)
+        sources.push_back({device, {resource, {0, 0}, false}});
       for (auto& [id, pool] : pools_[device])
         if (mempool_id == MempoolId_t{0, 0} || id == mempool_id)
           for (auto& [ptr, where] : pool->blocks)
