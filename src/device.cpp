@@ -63,26 +63,25 @@ Ref<Device> Device::get(int ordinal) {
 
 void Device::acquire() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (users_ == 0) {
+  // The context is held while the count is above zero, and after it fell to
+  // zero until last_reference_gone() takes this lock: either way it is kept.
+  if (!context_) {
     CUcontext ctx = nullptr;
     CUMEM_CU(cuDevicePrimaryCtxRetain, (&ctx, handle_),
              "retaining the primary context of device " + std::to_string(ordinal_));
     context_ = ctx;
   }
-  ++users_;
+  add_refs(1);
 }
 
-void Device::retain() const noexcept {
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++users_;
-}
-
-void Device::release() const noexcept {
+void Device::last_reference_gone() const noexcept {
   CUresult released = CUDA_SUCCESS;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (users_ == 0) return;  // never below zero (capi refuses surplus user releases)
-    if (--users_ != 0) return;
+    // Another thread's Device::get may have taken a reference since the
+    // count fell to zero (then the context stays), or a later fall to zero
+    // released it already.
+    if (core_refs() != 0 || !context_) return;
     released = CUMEM_CU_QUIET(cuDevicePrimaryCtxRelease, (handle_));
     context_ = nullptr;
   }

@@ -1,7 +1,10 @@
 // A CUDA device and its primary context. One Device per ordinal lives for
-// the whole process; its reference count is the number of libcumem objects
-// (and user handles) that use it, and the primary context is retained while
-// that count is above zero.
+// the whole process; its reference count (Object's: core references, one of
+// them shared by the user's handles) is the number of libcumem objects and
+// user handles that use it, and the primary context is retained while that
+// count is above zero: Device::get takes the first reference under the
+// device's lock, retaining the context, and the last one lets it go
+// (last_reference_gone, which keeps the object).
 #pragma once
 
 #include <cuda.h>
@@ -60,9 +63,6 @@ class Device final : public Object {
   // context on the first). Throws no_device for a bad ordinal.
   static Ref<Device> get(int ordinal);
 
-  void retain() const noexcept override;
-  void release() const noexcept override;
-
   int ordinal() const noexcept { return ordinal_; }
   CUdevice native() const noexcept { return handle_; }
   CUcontext context() const noexcept { return context_; }
@@ -86,14 +86,19 @@ class Device final : public Object {
   FabricProbe fabric_probe() const;
 
  private:
-  Device(int ordinal, CUdevice handle) : Object(Tag::device), ordinal_(ordinal), handle_(handle) {}
+  // No reference yet: acquire() takes each one that Device::get hands out.
+  Device(int ordinal, CUdevice handle)
+      : Object(Tag::device, 0), ordinal_(ordinal), handle_(handle) {}
   ~Device() override = default;  // never called: devices live for the process
-  void acquire();  // one more user; retains the primary context on the first
+  // One more reference; retains the primary context when none is held.
+  void acquire();
+  // The count reached zero: the primary context is released unless a
+  // reference was taken again meanwhile (under mutex_).
+  void last_reference_gone() const noexcept override;
 
   const int ordinal_;
   const CUdevice handle_;
-  mutable std::mutex mutex_;
-  mutable uint32_t users_ = 0;
+  mutable std::mutex mutex_;  // guards context_'s retain and release
   mutable CUcontext context_ = nullptr;
   mutable std::once_flag limits_once_, uuid_once_;
   mutable std::array<uint8_t, 16> uuid_{};

@@ -4,11 +4,16 @@
 // capi/ can tell a live handle from a released one or one of another type
 // without reading freed memory.
 //
-// Two counts: `refs` counts the core's own references (Ref<T>) plus one for
-// all user handles together while any is out; `user_refs` counts the user's
-// handles. A user release can only give back a handle the user holds: a
-// surplus release is refused instead of destroying an object that a buffer
-// or a stream still uses.
+// One 64-bit atomic word per object holds both counts: the core's own
+// references (Ref<T>) plus one for all user handles together while any is
+// out, in its low half; the user's handles in its high half. A user release
+// can only give back a handle the user holds: a surplus release is refused
+// instead of destroying an object that a buffer or a stream still uses. The
+// user's last release and the drop of the reference the handles share are
+// one compare-and-swap of the word. Counting is never virtual; the only
+// virtual calls are the user-handle hook of the objects that ask for it
+// (Resource) and last_reference_gone() (Device keeps its object and lets
+// its primary context go).
 #pragma once
 
 #include <atomic>
@@ -39,9 +44,7 @@ enum class Tag : uint32_t {
 
 class Object {
  public:
-  explicit Object(Tag tag) noexcept {
-    slab::header_of(this)->tag.store(static_cast<uint32_t>(tag), std::memory_order_release);
-  }
+  explicit Object(Tag tag) noexcept : Object(tag, 1) {}
   Object(const Object&) = delete;
   Object& operator=(const Object&) = delete;
 
@@ -60,86 +63,131 @@ class Object {
     return static_cast<Tag>(slab::header_of(p)->tag.load(std::memory_order_acquire));
   }
 
-  // Core references. Virtual only for Device, whose count also governs its
-  // primary context.
-  virtual void retain() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
-  virtual void release() const noexcept { drop_refs(1); }
+  // Core references. Not virtual: Resource hides them with its per-thread
+  // credit (resource_refs.cpp), which keeps the shared count right whichever
+  // of the two a reference is taken or given back with.
+  void retain() const noexcept { counts_.fetch_add(kRef, std::memory_order_relaxed); }
+  void release() const noexcept { drop_refs(1); }
 
   // A core reference to an object that may be dying (found through a
   // registry that does not own it); false once its last reference is gone.
   bool try_retain() const noexcept {
-    uint32_t n = refs_.load(std::memory_order_relaxed);
-    while (n != 0)
-      if (refs_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel)) return true;
+    uint64_t n = counts_.load(std::memory_order_relaxed);
+    while (n & kRefMask)
+      if (counts_.compare_exchange_weak(n, n + kRef, std::memory_order_acq_rel,
+                                        std::memory_order_relaxed))
+        return true;
     return false;
   }
 
   // User handles (the C ABI's retain/release).
-  bool user_live() const noexcept { return user_refs_.load(std::memory_order_acquire) != 0; }
+  bool user_live() const noexcept {
+    return (counts_.load(std::memory_order_acquire) & kUserMask) != 0;
+  }
   // Turns one core reference the caller holds into one user handle.
   void hand_out() const noexcept {
-    uint32_t n = user_refs_.load(std::memory_order_relaxed);
+    uint64_t n = counts_.load(std::memory_order_relaxed);
     for (;;) {
-      if (n == 0) {
+      if (!(n & kUserMask)) {
         // The caller's reference becomes the one all user handles share.
-        if (user_refs_.compare_exchange_weak(n, 1, std::memory_order_acq_rel)) {
-          user_handles_live(true);
+        if (counts_.compare_exchange_weak(n, n + kUser, std::memory_order_acq_rel,
+                                          std::memory_order_relaxed)) {
+          if (n & kUserHook) user_handles_live(true);
           return;
         }
-      } else if (user_refs_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel)) {
-        release();  // the shared user reference already exists
+        // The shared user reference already exists: the caller's goes with
+        // the same compare-and-swap (it cannot be the last: that one stays).
+      } else if (counts_.compare_exchange_weak(n, n + kUser - kRef, std::memory_order_acq_rel,
+                                               std::memory_order_relaxed)) {
         return;
       }
     }
   }
   // hand_out() for an object no other thread can reach yet (made by the
-  // caller and never handed out or registered): its first user handle
-  // without a compare-and-swap, one atomic operation less per new buffer.
+  // caller and never handed out or registered): its first user handle is a
+  // plain load and store, no atomic read-modify-write.
   void hand_out_new() const noexcept {
-    user_refs_.store(1, std::memory_order_relaxed);
-    user_handles_live(true);
+    const uint64_t n = counts_.load(std::memory_order_relaxed);
+    counts_.store(n + kUser, std::memory_order_relaxed);
+    if (n & kUserHook) user_handles_live(true);
   }
   // False when the user holds no handle to give more of.
   bool user_retain() const noexcept {
-    uint32_t n = user_refs_.load(std::memory_order_relaxed);
-    while (n != 0)
-      if (user_refs_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel)) return true;
+    uint64_t n = counts_.load(std::memory_order_relaxed);
+    while (n & kUserMask)
+      if (counts_.compare_exchange_weak(n, n + kUser, std::memory_order_acq_rel,
+                                        std::memory_order_relaxed))
+        return true;
     return false;
   }
   // False when the user holds no handle (a surplus release); nothing changes.
+  // The last handle of an object without the user-handle hook takes the
+  // reference the handles share with it, in the same compare-and-swap.
   bool user_release() const noexcept {
-    uint32_t n = user_refs_.load(std::memory_order_relaxed);
-    while (n != 0) {
-      if (user_refs_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) {
-        if (n == 1) {  // the last user handle: drop the shared reference
-          user_handles_live(false);
-          release();
-        }
+    uint64_t n = counts_.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t users = n & kUserMask;
+      if (users == 0) return false;
+      if (users != kUser || (n & kUserHook)) {
+        if (counts_.compare_exchange_weak(n, n - kUser, std::memory_order_acq_rel,
+                                          std::memory_order_relaxed))
+          break;
+      } else if (counts_.compare_exchange_weak(n, n - kUser - kRef, std::memory_order_acq_rel,
+                                               std::memory_order_relaxed)) {
+        if ((n & kRefMask) == kRef) last_reference_gone();
         return true;
       }
     }
-    return false;
+    if ((n & kUserMask) == kUser) {  // the hook's object's last user handle
+      user_handles_live(false);
+      drop_refs(1);  // the reference the handles shared
+    }
+    return true;
   }
 
  protected:
+  // A Device starts with no reference (Device::get takes the first).
+  Object(Tag tag, uint32_t refs) noexcept : counts_(refs) {
+    slab::header_of(this)->tag.store(static_cast<uint32_t>(tag), std::memory_order_release);
+  }
   virtual ~Object() = default;
-  // Called when the user's handles go from none to one, and from one to
-  // none (before the reference they share is dropped). Resource counts its
-  // references per thread while the user holds handles (resource_refs.cpp).
+  // The object's user handles call user_handles_live(). For a constructor,
+  // before the object is shared.
+  void want_user_hook() noexcept {
+    counts_.store(counts_.load(std::memory_order_relaxed) | kUserHook, std::memory_order_relaxed);
+  }
+  // Called, for objects that want it, when the user's handles go from none
+  // to one, and from one to none (before the reference they share is
+  // dropped). Resource counts its references per thread while the user
+  // holds handles (resource_refs.cpp).
   virtual void user_handles_live(bool live) const noexcept { (void)live; }
+  // The last reference is gone: the object is destroyed. Device overrides
+  // it (devices live for the process; the primary context is let go).
+  virtual void last_reference_gone() const noexcept {
+    slab::header_of(this)->tag.store(0, std::memory_order_release);
+    delete this;
+  }
   // Core references by the batch, for counts kept apart (Resource).
-  void add_refs(uint32_t n) const noexcept { refs_.fetch_add(n, std::memory_order_relaxed); }
+  void add_refs(uint32_t n) const noexcept { counts_.fetch_add(n, std::memory_order_relaxed); }
+  // The core references now (Device, under its own lock).
+  uint32_t core_refs() const noexcept {
+    return static_cast<uint32_t>(counts_.load(std::memory_order_acquire) & kRefMask);
+  }
   // Destroys the object when these were the last references.
   void drop_refs(uint32_t n) const noexcept {
-    if (refs_.fetch_sub(n, std::memory_order_acq_rel) == n) {
-      slab::header_of(this)->tag.store(0, std::memory_order_release);
-      delete this;
-    }
+    if ((counts_.fetch_sub(n, std::memory_order_acq_rel) & kRefMask) == n) last_reference_gone();
   }
 
  private:
-  mutable std::atomic<uint32_t> refs_{1};
-  mutable std::atomic<uint32_t> user_refs_{0};
+  // The word: core references in bits 0-31, user handles in bits 32-62,
+  // and the user-handle hook's mark in bit 63 (set once, at construction).
+  static constexpr uint64_t kRef = 1;
+  static constexpr uint64_t kRefMask = 0xffffffffu;
+  static constexpr uint64_t kUser = uint64_t{1} << 32;
+  static constexpr uint64_t kUserHook = uint64_t{1} << 63;
+  static constexpr uint64_t kUserMask = ~kRefMask & ~kUserHook;
+
+  mutable std::atomic<uint64_t> counts_;
 };
 
 // Owning pointer to a reference-counted object (an object that has

@@ -42,9 +42,10 @@ class Resource : public Object {
   // While the user holds a handle, core references (a buffer's on its
   // resource, ...) are counted in the calling thread's shard, so that
   // threads allocating buffers from one resource share no cache line
-  // (resource_refs.cpp).
-  void retain() const noexcept override;
-  void release() const noexcept override;
+  // (resource_refs.cpp). They hide Object's (not virtual): a reference
+  // taken or given back through Object's shared count instead is fine.
+  void retain() const noexcept;
+  void release() const noexcept;
 
   // Raw memory of `size` bytes ordered on `stream` (null: the legacy default
   // stream of the resource's device). size 0 gives nullptr and is not

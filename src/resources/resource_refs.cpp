@@ -40,6 +40,7 @@ Resource::Resource(Ref<Device> device, const ResourceProperties& properties)
       properties_(properties),
       id_(snapshot::next_resource_id()) {
   for (Credit& c : credits_) c.refs.store(kNotYet, std::memory_order_relaxed);
+  want_user_hook();  // user_handles_live opens and closes the shards
 }
 
 Resource::~Resource() { snapshot::unpublish(id_); }
