@@ -72,6 +72,7 @@ ExpandableSegment* ExpandableSegments::add_range(uint64_t bytes, uintptr_t key, 
 
 ExpandableSegments::Spot ExpandableSegments::find_spot(uint64_t rounded, uintptr_t key) const {
   const uint64_t page = pages_.page_for(rounded);
+  Spot best;
   for (auto it = unmapped_.lower_bound({key, page, nullptr, nullptr});
        it != unmapped_.end() && std::get<0>(*it) == key && std::get<1>(*it) == page; ++it) {
     Piece* u = std::get<3>(*it);
@@ -87,9 +88,10 @@ ExpandableSegments::Spot ExpandableSegments::find_spot(uint64_t rounded, uintptr
       if (!s.after || have + u->size + s.after->size < rounded) continue;
       s.bytes = u->size;
     }
-    return s;
+    // The spot that maps the fewest bytes, the lowest address among equals.
+    if (!best.unmapped || s.bytes < best.bytes) best = s;
   }
-  return {};
+  return best;
 }
 
 Grown ExpandableSegments::grow(uint64_t rounded, uintptr_t key) {

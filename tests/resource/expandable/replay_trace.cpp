@@ -112,6 +112,7 @@ uint64_t thread_of(const char* rest) {
 // the device); `pages_mapped`: pages the run's allocations mapped.
 struct Run {
   uint64_t peak_held = 0, peak_in_use = 0, end_held = 0;
+  uint64_t end_pages = 0, end_small = 0;  // end_held: mapped pages + the upstream's small blocks
   uint64_t recycles = 0, pages_mapped = 0;
 };
 
@@ -199,6 +200,8 @@ int main(int argc, char** argv) {
       runs.back().peak_held = held();
     } else if (line == "run") {
       run.end_held = held();
+      run.end_pages = fake.counts().live_bytes;
+      run.end_small = static_cast<uint64_t>(upstream_bytes.load());
       runs.emplace_back();
       runs.back().peak_in_use = in_use;
       runs.back().peak_held = held();
@@ -213,9 +216,10 @@ int main(int argc, char** argv) {
     const Run& r = runs[i];
     const double ratio = static_cast<double>(r.peak_held) / static_cast<double>(r.peak_in_use);
     std::printf("run %zu: peak held %.3f GiB, peak in use %.3f GiB, held / in use %.4f, end %.3f "
-                "GiB; %llu pages mapped, %llu recycles\n",
+                "GiB (pages %.3f, small blocks %.3f); %llu pages mapped, %llu recycles\n",
                 i + 1, double(r.peak_held) / GiB, double(r.peak_in_use) / GiB, ratio,
-                double(r.end_held) / GiB, static_cast<unsigned long long>(r.pages_mapped),
+                double(r.end_held) / GiB, double(r.end_pages) / GiB, double(r.end_small) / GiB,
+                static_cast<unsigned long long>(r.pages_mapped),
                 static_cast<unsigned long long>(r.recycles));
     if (ratio > max_ratio) {
       std::printf("  BROKEN: holds more than %.3f times the bytes in use\n", max_ratio);
