@@ -65,6 +65,12 @@ CUMEM_CAPI_TRAITS(cumem_snapshot_t, snapshot::Snapshot, snapshot)
 // Throws invalid_argument for a handle whose slot does not hold an object of
 // `expected`'s type: released (and destroyed), or another kind of object.
 [[noreturn]] void bad_handle(const char* name, const char* expected, Tag found);
+// The failures of object(), retain_handle() and release_handle() for a
+// handle whose user holds no reference (handle.cpp: out of line, so that
+// the checks themselves inline).
+[[noreturn]] void released_handle(const char* name, const char* type);
+[[noreturn]] void surplus_retain(const char* name, const char* type);
+[[noreturn]] void surplus_release(const char* name, const char* type);
 
 // The core object behind a non-NULL handle, checked: the slot's tag must be
 // the handle type's (handles are slab slots: reading the tag of a released
@@ -83,10 +89,7 @@ auto* slot_object(Handle* handle, const char* name) {
 template <class Handle>
 auto& object(Handle* handle, const char* name) {
   auto* obj = slot_object(handle, name);
-  if (!obj->user_live())
-    fail(Status::invalid_argument,
-         std::string("argument '") + name + "' is a " + Traits<std::remove_const_t<Handle>>::name +
-             " handle that was released already (every reference given back)");
+  if (!obj->user_live()) released_handle(name, Traits<std::remove_const_t<Handle>>::name);
   return *obj;
 }
 
@@ -135,11 +138,7 @@ Handle* share_handle(const T& obj) {
 template <class Handle>
 void retain_handle(Handle* handle, const char* name) {
   auto* obj = slot_object(handle, name);
-  if (!obj->user_retain())
-    fail(Status::invalid_argument,
-         std::string("cannot retain argument '") + name + "': this " +
-             Traits<std::remove_const_t<Handle>>::name +
-             " handle was released already (every reference given back)");
+  if (!obj->user_retain()) surplus_retain(name, Traits<std::remove_const_t<Handle>>::name);
 }
 
 // cumem_X_release: NULL is fine; a surplus release is refused and reported.
@@ -147,11 +146,7 @@ template <class Handle>
 void release_handle(Handle* handle, const char* name) {
   if (!handle) return;
   auto* obj = slot_object(handle, name);
-  if (!obj->user_release())
-    fail(Status::invalid_argument,
-         std::string("argument '") + name + "' is a " + Traits<std::remove_const_t<Handle>>::name +
-             " handle released once too often (the user holds no reference to it); nothing was "
-             "released");
+  if (!obj->user_release()) surplus_release(name, Traits<std::remove_const_t<Handle>>::name);
 }
 
 template <class T>

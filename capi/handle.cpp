@@ -30,4 +30,21 @@ void bad_handle(const char* name, const char* expected, Tag found) {
                                      " handle made by libcumem");
 }
 
+void released_handle(const char* name, const char* type) {
+  fail(Status::invalid_argument, std::string("argument '") + name + "' is a " + type +
+                                     " handle that was released already (every reference given back)");
+}
+
+void surplus_retain(const char* name, const char* type) {
+  fail(Status::invalid_argument, std::string("cannot retain argument '") + name + "': this " + type +
+                                     " handle was released already (every reference given back)");
+}
+
+void surplus_release(const char* name, const char* type) {
+  fail(Status::invalid_argument,
+       std::string("argument '") + name + "' is a " + type +
+           " handle released once too often (the user holds no reference to it); nothing was "
+           "released");
+}
+
 }  // namespace cumem::capi

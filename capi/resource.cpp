@@ -362,7 +362,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_allocate(cumem_resource_t* resource, 
   Resource& r = object(resource, "resource");
   const Stream* s = optional(stream, "stream");
   out(out_buffer, "out_buffer");
-  *out_buffer = to_new_handle<cumem_buffer_t>(Buffer::allocate(Ref<Resource>::share(&r), size, s));
+  *out_buffer = to_new_handle<cumem_buffer_t>(Buffer::allocate(r, size, s));
   CUMEM_CATCH
 }
 

@@ -85,28 +85,38 @@ void check_range(void* ptr, size_t size) {
 
 }  // namespace
 
-Ref<Buffer> Buffer::owned_by(Ref<Resource> resource, void* ptr, size_t size,
-                              const Stream* stream) {
-  Ref<Buffer> buffer = Ref<Buffer>::adopt(new Buffer);
-  Buffer& b = *buffer;
-  b.owner_ = Owner::resource;
-  set_info_from(b.info_, resource->properties(), ptr, size);
-  if (stream) b.deallocation_stream_ = Ref<Stream>::share(const_cast<Stream*>(stream));
-  b.resource_ = std::move(resource);
-  return buffer;
+Buffer::Buffer(Ref<Resource>&& resource, void* ptr, size_t size, const Stream* stream) noexcept
+    : Object(Tag::buffer),
+      owner_(Owner::resource),
+      resource_(std::move(resource)),
+      deallocation_stream_(Ref<Stream>::share(const_cast<Stream*>(stream))) {
+  set_info_from(info_, resource_->properties(), ptr, size);
 }
 
-Ref<Buffer> Buffer::allocate(Ref<Resource> resource, size_t size, const Stream* stream) {
-  // The caller's reference keeps the resource alive on the failure path too;
-  // the buffer takes `resource` over without another count on it.
-  Resource& r = *resource;
+Ref<Buffer> Buffer::owned_by(Ref<Resource> resource, void* ptr, size_t size,
+                              const Stream* stream) {
+  return Ref<Buffer>::adopt(new Buffer(std::move(resource), ptr, size, stream));
+}
+
+Ref<Buffer> Buffer::allocate(const Resource& resource, size_t size, const Stream* stream) {
+  Resource& r = const_cast<Resource&>(resource);
   void* ptr = r.allocate_raw(size, stream);
+  ThisThread& t = this_thread();  // for the slot and the resource reference
+  Buffer* b;
   try {
-    return owned_by(std::move(resource), ptr, size, stream);
+    // The slot is allocated before the arguments are evaluated: no
+    // reference is taken when it cannot be had.
+    b = new (t) Buffer(Ref<Resource>::adopt((r.retain(t), &r)), ptr, size, stream);
   } catch (...) {
     r.deallocate_raw(ptr, size, stream);  // no buffer: give the memory back
     throw;
   }
+  return Ref<Buffer>::adopt(b);
+}
+
+Ref<Buffer> Buffer::allocate(Ref<Resource> resource, size_t size, const Stream* stream) {
+  // The caller's reference keeps the resource alive on the failure path too.
+  return allocate(*resource, size, stream);
 }
 
 Ref<Buffer> Buffer::wrap_owned(Ref<Resource> resource, void* ptr, size_t size) {
@@ -219,12 +229,10 @@ void Buffer::close(const Stream* stream) {
   if (closed_.exchange(true, std::memory_order_acq_rel))
     fail(Status::buffer_closed, "the buffer was closed");
   try {
-    if (stream) {
+    if (stream)
       free_memory(stream);
-    } else {
-      RememberedStreamScope remembered;
-      free_memory(deallocation_stream_.get());
-    }
+    else
+      free_on_deallocation_stream(this_thread());
   } catch (...) {
     // Nothing was freed (a synchronous free refused on a capturing stream,
     // a driver error): the buffer stays open, so that closing it later, or
@@ -261,13 +269,25 @@ void Buffer::resize(size_t new_size, const Stream* stream) {
   info_.size = new_size;
 }
 
+inline void Buffer::free_on_deallocation_stream(ThisThread& t) {
+  const Stream* stream = deallocation_stream_.get();
+  // No stream: nothing remembered to mark.
+  if (!stream) return free_memory(nullptr);
+  RememberedStreamScope remembered(t);
+  free_memory(stream);
+}
+
 void Buffer::free_memory(const Stream* stream) {
+  // The common case, inline where it is called; the others out of line.
+  if (owner_ == Owner::resource) return resource_->deallocate_raw(info_.ptr, info_.size, stream);
+  free_other_memory(stream);
+}
+
+void Buffer::free_other_memory(const Stream* stream) {
   switch (owner_) {
     case Owner::none:
     case Owner::slice:
-      return;
-    case Owner::resource:
-      resource_->deallocate_raw(info_.ptr, info_.size, stream);
+    case Owner::resource:  // free_memory's
       return;
     case Owner::callback:
       if (stream) stream->synchronize();
@@ -282,18 +302,29 @@ void Buffer::free_memory(const Stream* stream) {
   }
 }
 
-Buffer::~Buffer() {
+// Buffers are destroyed here only (~Buffer frees nothing itself): the
+// memory is freed unless the buffer was closed, then the resource
+// reference is given back and the slot released, one TLS lookup for the
+// three (the stream mark, the thread's credit, its free slots).
+void Buffer::last_reference_gone() const noexcept {
+  ThisThread& t = this_thread();
+  Buffer* self = const_cast<Buffer*>(this);
+  slab::header_of(self)->tag.store(0, std::memory_order_release);
   if (owner_ == Owner::slice && parent_) parent_->slices_.fetch_sub(1, std::memory_order_acq_rel);
-  if (closed_.load(std::memory_order_acquire)) return;
-  // A destructor cannot report: errors here are those close() would give,
-  // and they go to the log.
-  try {
-    closed_.store(true, std::memory_order_release);
-    RememberedStreamScope remembered;
-    free_memory(deallocation_stream_.get());
-  } catch (...) {
-    log::swallowed("freeing a buffer's memory as its last reference went");
+  if (!closed_.load(std::memory_order_acquire)) {
+    // Errors here are those close() would give; with no caller to report
+    // them to, they go to the log.
+    try {
+      self->closed_.store(true, std::memory_order_release);
+      self->free_on_deallocation_stream(t);
+    } catch (...) {
+      log::swallowed("freeing a buffer's memory as its last reference went");
+    }
   }
+  const Resource* resource = self->resource_.detach();
+  self->~Buffer();
+  if (resource) resource->release(t);
+  slab::deallocate(t, self);  // what `delete this` would call
 }
 
 }  // namespace cumem::core

@@ -52,9 +52,12 @@ struct DmaBuf {
 // Flags of Buffer::get_dmabuf: the driver's CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE.
 constexpr uint32_t kDmaBufMappingPcie = 0x1;
 
-class Buffer : public Object {
+class Buffer final : public Object {
  public:
   static Ref<Buffer> allocate(Ref<Resource> resource, size_t size, const Stream* stream);
+  // The same from a resource the caller holds throughout: the buffer takes
+  // its reference once the memory is there (cumem_resource_allocate).
+  static Ref<Buffer> allocate(const Resource& resource, size_t size, const Stream* stream);
   static Ref<Buffer> wrap_owned(Ref<Resource> resource, void* ptr, size_t size);
   static Ref<Buffer> wrap(void* ptr, size_t size, ReleaseFn release, void* user_data);
   static Ref<Buffer> register_host(Ref<Device> device, void* ptr, size_t size);
@@ -121,11 +124,21 @@ class Buffer : public Object {
   // none: nothing to free (yet), as while a factory is still filling it in.
   enum class Owner { none, resource, callback, registered, slice };
   Buffer() : Object(Tag::buffer) {}
-  // A buffer that frees [ptr, ptr+size) through `resource`.
+  // A buffer that frees [ptr, ptr+size) through `resource`, on `stream`
+  // unless told another.
+  Buffer(Ref<Resource>&& resource, void* ptr, size_t size, const Stream* stream) noexcept;
   static Ref<Buffer> owned_by(Ref<Resource> resource, void* ptr, size_t size,
                               const Stream* stream);
-  ~Buffer() override;
+  // Only last_reference_gone() destroys a buffer: it frees the memory
+  // first, and releases the slot itself (not the virtual destructor).
+  ~Buffer() override = default;
+  void last_reference_gone() const noexcept override;
   void free_memory(const Stream* stream);
+  // free_memory() of memory no resource owns.
+  [[gnu::noinline]] void free_other_memory(const Stream* stream);
+  // free_memory() on the deallocation stream, marked as a remembered one
+  // (RememberedStreamScope) when there is one.
+  void free_on_deallocation_stream(ThisThread& t);
   // The device whose context driver calls on this memory use, or null.
   const Device* context_device() const noexcept {
     return device_ ? device_.get() : resource_ ? resource_->device() : nullptr;

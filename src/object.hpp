@@ -57,6 +57,10 @@ class Object {
     return slab::allocate(size);
   }
   static void operator delete(void* p, std::align_val_t) noexcept { slab::deallocate(p); }
+  // `new (this_thread()) T(...)`: for a caller that has the thread's block
+  // at hand (one TLS lookup for the slot and what the constructor takes).
+  static void* operator new(size_t size, ThisThread& t) { return slab::allocate(t, size); }
+  static void operator delete(void* p, ThisThread& t) noexcept { slab::deallocate(t, p); }
 
   // The tag of the slot at `p` (Tag::dead once the object was destroyed).
   static Tag tag_at(const void* p) noexcept {

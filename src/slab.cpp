@@ -12,14 +12,8 @@ namespace {
 constexpr size_t kClasses[] = {128,  192,  256,  320,   384,   448,   512,   576,  640,
                                704,  768,  832,  896,   960,   1024,  2048,  4096, 8192,
                                16384, 32768, 65536};
-constexpr size_t kNumClasses = sizeof kClasses / sizeof kClasses[0];
+static_assert(kNumClasses == sizeof kClasses / sizeof kClasses[0], "this_thread.hpp's count");
 constexpr size_t kChunkBytes = 256 * 1024;
-
-// A free slot keeps its next-pointer right after its header, where the
-// object was; the header (and its free tag) stays intact.
-struct FreeSlot {
-  FreeSlot* next;
-};
 
 struct SizeClass {
   std::mutex mutex;
@@ -32,12 +26,8 @@ SizeClass* classes() {
   return c;
 }
 
-size_t class_of(size_t size) {
-  const size_t needed = size + sizeof(Header);
-  for (size_t i = 0; i < kNumClasses; ++i)
-    if (needed <= kClasses[i]) return i;
-  throw std::bad_alloc();
-}
+static_assert(kClasses[0] == 128 && kClasses[14] == 1024 && kClasses[15] == 2048,
+              "class_of's steps (slab.hpp)");
 
 // Carves a new chunk into slots of class `index` and links them, under the
 // class's lock.
@@ -56,22 +46,15 @@ void refill(SizeClass& c, size_t index) {
   }
 }
 
-// Each thread keeps up to kThreadSlots free slots of each class, so that the
-// common allocate/release of one thread takes no lock; it trades batches of
-// kBatch with the shared lists, and gives its slots back when it exits.
-constexpr uint32_t kThreadSlots = 64;
+// Each thread keeps up to kThreadSlots free slots of each class (in its
+// ThisThread block), so that the common allocate/release of one thread takes
+// no lock; it trades batches of kBatch with the shared lists, and gives its
+// slots back when it exits.
 constexpr uint32_t kBatch = 32;
-
-struct ThreadCache {
-  FreeSlot* free[kNumClasses];
-  uint32_t count[kNumClasses];
-  int state;  // 0: unused; 1: in use; 2: the thread is exiting (shared lists only)
-};
-thread_local ThreadCache cache;  // zero-initialized: no constructor, no destructor
 
 // Moves up to `n` slots from the front of the thread's list of `index` to
 // the shared list.
-void give_back(size_t index, uint32_t n) {
+void give_back(ThreadCache& cache, size_t index, uint32_t n) {
   FreeSlot*& head = cache.free[index];
   if (!head || n == 0) return;
   FreeSlot* first = head;
@@ -91,7 +74,8 @@ void give_back(size_t index, uint32_t n) {
 
 struct Flush {
   ~Flush() {
-    for (size_t i = 0; i < kNumClasses; ++i) give_back(i, cache.count[i]);
+    ThreadCache& cache = this_thread_state.slab;
+    for (size_t i = 0; i < kNumClasses; ++i) give_back(cache, i, cache.count[i]);
     cache.state = 2;
   }
 };
@@ -107,17 +91,24 @@ void* allocate_shared(size_t index) {
 
 }  // namespace
 
-void* allocate(size_t size) {
-  const size_t index = class_of(size);
-  if (__builtin_expect(cache.state != 1, 0)) {
-    if (cache.state == 2) return allocate_shared(index);
+size_t large_class_of(size_t needed) {
+  for (size_t i = 15; i < kNumClasses; ++i)
+    if (needed <= kClasses[i]) return i;
+  throw std::bad_alloc();
+}
+
+// allocate() with no slot in the thread's list: set the cache up, take a
+// batch from the shared list (carving a new chunk if it is empty), or use
+// the shared list alone while the thread exits.
+void* allocate_slow(ThreadCache& mine, size_t index) {
+  if (mine.state != 1) {
+    if (mine.state == 2) return allocate_shared(index);
     static thread_local Flush flush;  // gives the slots back at thread exit
     (void)&flush;
-    cache.state = 1;
+    mine.state = 1;
   }
-  FreeSlot*& head = cache.free[index];
+  FreeSlot*& head = mine.free[index];
   if (!head) {
-    // A batch from the shared list (carving a new chunk if it is empty).
     SizeClass& c = classes()[index];
     std::lock_guard<std::mutex> lock(c.mutex);
     if (!c.free) refill(c, index);
@@ -126,31 +117,23 @@ void* allocate(size_t size) {
       c.free = s->next;
       s->next = head;
       head = s;
-      ++cache.count[index];
+      ++mine.count[index];
     }
   }
   FreeSlot* s = head;
   head = s->next;
-  --cache.count[index];
+  --mine.count[index];
   return s;
 }
 
-void deallocate(void* object) noexcept {
-  if (!object) return;
-  Header* h = header_of(object);
-  h->tag.store(0, std::memory_order_release);
-  const size_t index = h->size_class;
+void trim(ThreadCache& mine, size_t index) noexcept { give_back(mine, index, kBatch); }
+
+void deallocate_shared(void* object, size_t index) noexcept {
   FreeSlot* s = static_cast<FreeSlot*>(object);
-  if (cache.state != 1) {  // not set up, or exiting: straight to the shared list
-    SizeClass& c = classes()[index];
-    std::lock_guard<std::mutex> lock(c.mutex);
-    s->next = c.free;
-    c.free = s;
-    return;
-  }
-  s->next = cache.free[index];
-  cache.free[index] = s;
-  if (++cache.count[index] > kThreadSlots) give_back(index, kBatch);
+  SizeClass& c = classes()[index];
+  std::lock_guard<std::mutex> lock(c.mutex);
+  s->next = c.free;
+  c.free = s;
 }
 
 }  // namespace cumem::core::slab

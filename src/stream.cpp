@@ -89,16 +89,6 @@ std::shared_ptr<FreeMarker> marker_for(CUstream native, const Ref<Device>& devic
 
 }  // namespace
 
-namespace {
-thread_local bool remembered_stream = false;
-}  // namespace
-
-RememberedStreamScope::RememberedStreamScope() noexcept : previous_(remembered_stream) {
-  remembered_stream = true;
-}
-RememberedStreamScope::~RememberedStreamScope() { remembered_stream = previous_; }
-bool RememberedStreamScope::active() noexcept { return remembered_stream; }
-
 void Stream::record_marker() const {
   FreeMarker& m = *marker_;
   std::lock_guard<std::mutex> lock(m.mutex);

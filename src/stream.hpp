@@ -17,6 +17,7 @@
 
 #include "device.hpp"
 #include "object.hpp"
+#include "this_thread.hpp"
 
 namespace cumem::core {
 
@@ -92,15 +93,21 @@ class Stream : public Object {
 // made now was remembered (a buffer's or a framework allocation's own),
 // not handed in by the caller: a foreign one may be gone, so those frees
 // queue nothing on it (Stream::note_unmarked_free).
+// The mark is the thread's (this_thread.hpp).
 class RememberedStreamScope {
  public:
-  RememberedStreamScope() noexcept;
-  ~RememberedStreamScope();
+  RememberedStreamScope() noexcept : RememberedStreamScope(this_thread()) {}
+  explicit RememberedStreamScope(ThisThread& t) noexcept
+      : thread_(t), previous_(t.remembered_stream) {
+    t.remembered_stream = true;
+  }
+  ~RememberedStreamScope() { thread_.remembered_stream = previous_; }
   RememberedStreamScope(const RememberedStreamScope&) = delete;
   RememberedStreamScope& operator=(const RememberedStreamScope&) = delete;
-  static bool active() noexcept;
+  static bool active() noexcept { return this_thread().remembered_stream; }
 
  private:
+  ThisThread& thread_;
   bool previous_;
 };
 

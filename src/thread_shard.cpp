@@ -12,13 +12,14 @@ std::atomic<uint64_t> taken{0};
 
 struct GiveBack {
   ~GiveBack() {
-    if (current.state != 1) return;
-    if (current.shard.exclusive)
-      taken.fetch_and(~(uint64_t{1} << current.shard.index), std::memory_order_release);
+    ThisThread& t = this_thread_state;
+    if (t.shard_state != 1) return;
+    if (t.shard.exclusive)
+      taken.fetch_and(~(uint64_t{1} << t.shard.index), std::memory_order_release);
     // Anything counted later in this thread's exit (another thread_local's
     // destructor freeing memory) goes to the shared shard.
-    current.shard = ThreadShard{};
-    current.state = 2;
+    t.shard = ThreadShard{};
+    t.shard_state = 2;
   }
 };
 
@@ -38,8 +39,9 @@ ThreadShard take_thread_shard() noexcept {
       break;
     }
   }
-  current.shard = shard;
-  current.state = 1;
+  ThisThread& t = this_thread_state;
+  t.shard = shard;
+  t.shard_state = 1;
   return shard;
 }
 

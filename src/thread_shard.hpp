@@ -11,34 +11,22 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "this_thread.hpp"  // ThreadShard, kThreadShards, the thread's state
+
 namespace cumem::core {
 
-inline constexpr size_t kThreadShards = 64;
-// The shard of threads that found none free; arrays hold kThreadShards + 1.
-inline constexpr size_t kSharedShard = kThreadShards;
-
-struct ThreadShard {
-  size_t index = kSharedShard;
-  bool exclusive = false;  // true: only this thread writes shard `index`
-};
-
 namespace detail {
-struct ThreadShardState {
-  ThreadShard shard;
-  int state = 0;  // 0: not asked yet; 1: holds its shard; 2: exited (uses kSharedShard)
-};
-inline thread_local ThreadShardState current;
 // Takes a free shard for the calling thread (or kSharedShard) and arranges
 // for it to be given back when the thread exits (thread_shard.cpp).
 ThreadShard take_thread_shard() noexcept;
 }  // namespace detail
 
-inline ThreadShard thread_shard() noexcept {
-  const detail::ThreadShardState& c = detail::current;
-  if (__builtin_expect(c.state == 1, 1)) return c.shard;
-  if (c.state == 2) return ThreadShard{};
+inline ThreadShard thread_shard(const ThisThread& t) noexcept {
+  if (__builtin_expect(t.shard_state == 1, 1)) return t.shard;
+  if (t.shard_state == 2) return ThreadShard{};
   return detail::take_thread_shard();
 }
+inline ThreadShard thread_shard() noexcept { return thread_shard(this_thread()); }
 
 // Adds to a shard's counter: a plain load and store for the shard's owner,
 // an atomic add for the shared shard. Readers load it (relaxed) at any time.

@@ -14,6 +14,7 @@
 #include "../memory_kind.hpp"
 #include "../object.hpp"
 #include "../stream.hpp"
+#include "../thread_shard.hpp"
 #include "statistics.hpp"
 
 namespace cumem::core {
@@ -37,6 +38,17 @@ struct ResourceProperties {
   bool is_imported = false;
 };
 
+// A resource's per-thread credit words (resource_refs.cpp): references
+// taken from the shared count in batches of kBatch, or a mark. The marks
+// are the word's high bits, so a word below kLowestMark is plain credit.
+namespace credit {
+inline constexpr int64_t kBatch = 64;
+inline constexpr int64_t kNotYet = int64_t{1} << 62;  // the user never held a handle
+inline constexpr int64_t kClosed = int64_t{1} << 61;  // the user's handles are all gone
+inline constexpr int64_t kMarks = kNotYet | kClosed;
+inline constexpr int64_t kLowestMark = kClosed;
+}  // namespace credit
+
 class Resource : public Object {
  public:
   // While the user holds a handle, core references (a buffer's on its
@@ -44,8 +56,27 @@ class Resource : public Object {
   // threads allocating buffers from one resource share no cache line
   // (resource_refs.cpp). They hide Object's (not virtual): a reference
   // taken or given back through Object's shared count instead is fine.
-  void retain() const noexcept;
-  void release() const noexcept;
+  // Inline: one compare-and-swap on the thread's credit, when it has some
+  // to take (or room to give back); else the paths of resource_refs.cpp.
+  void retain() const noexcept { retain(this_thread()); }
+  void release() const noexcept { release(this_thread()); }
+  // The same for a caller that has the thread's block at hand.
+  void retain(const ThisThread& t) const noexcept {
+    std::atomic<int64_t>& c = credits_[thread_shard(t).index].refs;
+    int64_t n = c.load(std::memory_order_relaxed);
+    if (__builtin_expect(n > 0 && n < credit::kLowestMark, 1) &&
+        c.compare_exchange_strong(n, n - 1, std::memory_order_relaxed))
+      return;
+    retain_slow(c);
+  }
+  void release(const ThisThread& t) const noexcept {
+    std::atomic<int64_t>& c = credits_[thread_shard(t).index].refs;
+    int64_t n = c.load(std::memory_order_relaxed);
+    if (__builtin_expect(n + 1 < 2 * credit::kBatch, 1) &&
+        c.compare_exchange_strong(n, n + 1, std::memory_order_acq_rel))
+      return;
+    release_slow(c);
+  }
 
   // Raw memory of `size` bytes ordered on `stream` (null: the legacy default
   // stream of the resource's device). size 0 gives nullptr and is not
@@ -92,10 +123,12 @@ class Resource : public Object {
 
  private:
   // References taken from the shared count in batches and held by a
-  // thread shard, or a closed mark (resource_refs.cpp).
+  // thread shard, or a mark (credit:: above).
   struct alignas(64) Credit {
     std::atomic<int64_t> refs;
   };
+  void retain_slow(std::atomic<int64_t>& credit) const noexcept;
+  void release_slow(std::atomic<int64_t>& credit) const noexcept;
   // What a call does while the memory history is on (resource.cpp).
   struct Recording;
   void record_out_of_memory(size_t size, const Stream* stream) const noexcept;

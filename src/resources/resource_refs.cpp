@@ -25,14 +25,11 @@
 #include "../snapshot/registry.hpp"
 
 namespace cumem::core {
-namespace {
 
-constexpr int64_t kBatch = 64;
-constexpr int64_t kNotYet = int64_t{1} << 62;
-constexpr int64_t kClosed = int64_t{1} << 61;
-constexpr int64_t kMarks = kNotYet | kClosed;
-
-}  // namespace
+using credit::kBatch;
+using credit::kClosed;
+using credit::kMarks;
+using credit::kNotYet;
 
 Resource::Resource(Ref<Device> device, const ResourceProperties& properties)
     : Object(Tag::resource),
@@ -45,8 +42,9 @@ Resource::Resource(Ref<Device> device, const ResourceProperties& properties)
 
 Resource::~Resource() { snapshot::unpublish(id_); }
 
-void Resource::retain() const noexcept {
-  std::atomic<int64_t>& c = credits_[thread_shard().index].refs;
+// retain() found no credit to take, or a mark (or lost its one
+// compare-and-swap).
+void Resource::retain_slow(std::atomic<int64_t>& c) const noexcept {
   int64_t n = c.load(std::memory_order_relaxed);
   for (;;) {
     if (n & kMarks) return Object::retain();
@@ -65,8 +63,9 @@ void Resource::retain() const noexcept {
   }
 }
 
-void Resource::release() const noexcept {
-  std::atomic<int64_t>& c = credits_[thread_shard().index].refs;
+// release() found the credit full, or a mark (or lost its one
+// compare-and-swap).
+void Resource::release_slow(std::atomic<int64_t>& c) const noexcept {
   int64_t n = c.load(std::memory_order_relaxed);
   for (;;) {
     if (n & kMarks) return Object::release();
