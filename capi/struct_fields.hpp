@@ -290,7 +290,8 @@ CUMEM_STRUCT_FIELDS(cumem_copy_options_t, "cumem_copy_options_init()",
   own(struct_size) copied(driver_copy_batch) copied(driver_prefetch_batch)               \
   copied(driver_discard_batch) copied(copy_batches) copied(copy_batches_looped)          \
   copied(copies) copied(copies_looped) copied(prefetch_batches)                          \
-  copied(prefetch_batches_looped) copied(prefetches) copied(discard_batches) copied(discards)
+  copied(prefetch_batches_looped) copied(prefetches) copied(discard_batches)             \
+  copied(discards) copied(copy_batches_by_kernel) copied(copies_by_kernel)
 CUMEM_OUT_STRUCT(cumem_batch_statistics_t, "CUMEM_BATCH_STATISTICS_INIT",
                  CUMEM_BATCH_STATISTICS_FIELDS)
 

@@ -2,7 +2,8 @@
 // call (cuda.core's copy_batch, prefetch_batch, discard_batch and
 // discard_prefetch_batch). Each goes to the driver's batch call where the
 // driver has it (cuMemcpyBatchAsync, cuMemPrefetchBatchAsync, ...), else to
-// one driver call per operation; every batch is counted for
+// one driver call per operation; batches of small copies go to the copy
+// kernels (copy_kernel.hpp) where they can. Every batch is counted for
 // cumem_batch_get_statistics. Copies are in copy_batch.cpp, the managed
 // operations in managed_batch.cpp.
 #pragma once
@@ -79,6 +80,7 @@ struct BatchStatistics {
   uint64_t copies = 0, copies_looped = 0;
   uint64_t prefetch_batches = 0, prefetch_batches_looped = 0, prefetches = 0;
   uint64_t discard_batches = 0, discards = 0;
+  uint64_t copy_batches_by_kernel = 0, copies_by_kernel = 0;
 };
 BatchStatistics batch_statistics() noexcept;
 
@@ -109,8 +111,9 @@ bool capturing(const Stream* stream);
 const Device& context_for(const Stream* stream, int first_device_id, Ref<Device>& holder);
 
 // The counters of cumem_batch_get_statistics.
-// A copy batch of `copies` copies, `looped` of them by one driver call each.
-void count_copies(uint64_t copies, uint64_t looped) noexcept;
+// A copy batch of `copies` copies, `looped` of them by one driver call each,
+// `by_kernel` of them by the copy kernels.
+void count_copies(uint64_t copies, uint64_t looped, uint64_t by_kernel = 0) noexcept;
 void count_prefetches(uint64_t buffers, bool looped) noexcept;
 void count_discards(uint64_t buffers) noexcept;
 

@@ -1,6 +1,8 @@
 // Batch copies (cuda.core's copy_batch) over buffers and over raw pointers:
 // every copy is checked first (open buffers, regions inside them, no copy
-// depending on another), then the batch goes to the driver as one
+// depending on another), then the batch goes to the copy kernels
+// (copy_kernel.hpp) when its copies are small and their memory is the
+// stream's device's to load and store, else to the driver as one
 // cuMemcpyBatchAsync (CUDA 12.8+), or as one cuMemcpyAsync per copy where
 // the driver lacks it or the stream is capturing a graph. Copies between
 // pageable host buffers are done by the host, as Buffer::copy does. The
@@ -11,6 +13,7 @@
 #include <cstring>
 
 #include "batch.hpp"
+#include "copy_kernel.hpp"
 #include "driver/driver.hpp"
 #include "error.hpp"
 
@@ -23,6 +26,7 @@ struct Counters {
   std::atomic<uint64_t> copies{0}, copies_looped{0};
   std::atomic<uint64_t> prefetch_batches{0}, prefetch_batches_looped{0}, prefetches{0};
   std::atomic<uint64_t> discard_batches{0}, discards{0};
+  std::atomic<uint64_t> copy_batches_by_kernel{0}, copies_by_kernel{0};
 };
 // Never destroyed: batches may run from static destructors and atexit.
 Counters& counters() {
@@ -108,13 +112,17 @@ void wait_into_legacy(CUstream earlier, const char* what) {
   if (r != CUDA_SUCCESS) driver::check(r, failed, what);
 }
 
-void count_copies(uint64_t copies, uint64_t looped) noexcept {
+void count_copies(uint64_t copies, uint64_t looped, uint64_t by_kernel) noexcept {
   Counters& c = counters();
   add(c.copy_batches, 1);
   add(c.copies, copies);
   if (looped > 0) {
     add(c.copy_batches_looped, 1);
     add(c.copies_looped, looped);
+  }
+  if (by_kernel > 0) {
+    add(c.copy_batches_by_kernel, 1);
+    add(c.copies_by_kernel, by_kernel);
   }
 }
 
@@ -152,10 +160,17 @@ BatchStatistics batch_statistics() noexcept {
   s.prefetches = get(c.prefetches);
   s.discard_batches = get(c.discard_batches);
   s.discards = get(c.discards);
+  s.copy_batches_by_kernel = get(c.copy_batches_by_kernel);
+  s.copies_by_kernel = get(c.copies_by_kernel);
   return s;
 }
 
 namespace {
+
+// Which device's kernels may load and store a side of a copy: any device,
+// one device's ordinal (>= 0), or none (the driver's copies only).
+constexpr int kAnyDevice = -1;
+constexpr int kNoDevice = -2;
 
 // One copy of a batch, checked. `host`: both sides are pageable host memory
 // (done with memcpy).
@@ -165,7 +180,31 @@ struct Item {
   size_t size = 0;
   size_t index = 0;  // in the caller's arrays
   bool host = false;
+  int dst_reach = kNoDevice, src_reach = kNoDevice;
 };
+
+bool reaches(int reach, int ordinal) noexcept { return reach == kAnyDevice || reach == ordinal; }
+
+// Who can reach a buffer's memory by kernel loads and stores. Managed
+// memory: every device. Device memory: its device (peers only with peer
+// access, which is not asked). Pinned memory of a resource: the resource's
+// device, which a pinned pool grants access and in whose context
+// cuMemHostAlloc mapped it; foreign pinned memory may be a host pool's
+// that no device was granted, so it is left to the driver. Pageable memory:
+// none.
+int kernel_reach(const Buffer& buffer, const BufferInfo& info) {
+  if (!info.device_accessible) return kNoDevice;
+  switch (info.memory_kind) {
+    case MemoryKind::managed: return kAnyDevice;
+    case MemoryKind::device: return info.device_id >= 0 ? info.device_id : kNoDevice;
+    case MemoryKind::pinned: {
+      const Ref<Resource>& r = buffer.resource();
+      return r && r->device() ? r->device()->ordinal() : kNoDevice;
+    }
+    case MemoryKind::host: return kNoDevice;
+  }
+  return kNoDevice;
+}
 
 bool same(const CopyOptions& a, const CopyOptions& b) noexcept {
   return a.src_access_order == b.src_access_order && a.overlap_mode == b.overlap_mode &&
@@ -309,7 +348,39 @@ void submit_loop(const Stream* stream, const std::vector<Item>& items, bool duri
                  " whose sources are read during the call");
 }
 
-// Runs checked copies: host ones by memcpy, the rest through the driver.
+// Whether copies go to the copy kernels of `device` (copy_kernel.hpp):
+// enough of them, each small, both sides within reach of the device's
+// kernels, no source to be read during the call (a kernel reads in stream
+// order; the promise would cost a wait), and none asking to overlap compute
+// (CUMEM_COPY_OVERLAP_PREFER_COMPUTE: SM copies compete with the kernels,
+// so such a batch stays on the copy engines).
+bool suits_kernel(const Device& device, const std::vector<Item>& items,
+                  const CopyOptions* options, size_t num_options) {
+  if (items.size() < copy_kernel::kMinCopies) return false;
+  const int ordinal = device.ordinal();
+  for (const Item& it : items) {
+    if (it.size > copy_kernel::kMaxCopyBytes || !reaches(it.dst_reach, ordinal) ||
+        !reaches(it.src_reach, ordinal))
+      return false;
+    const CopyOptions& o = options_of(it, options, num_options);
+    if (o.src_access_order == SrcAccessOrder::during_api_call ||
+        o.overlap_mode == OverlapMode::prefer_compute)
+      return false;
+  }
+  return true;
+}
+
+// Queues the copies on the copy kernels; false when they are unavailable
+// (nothing queued).
+bool submit_kernel(const Device& device, const Stream* stream, const std::vector<Item>& items) {
+  std::vector<copy_kernel::Copy> copies(items.size());
+  for (size_t k = 0; k < items.size(); ++k)
+    copies[k] = {items[k].dst, items[k].src, items[k].size};
+  return copy_kernel::launch(device, stream, copies.data(), copies.size());
+}
+
+// Runs checked copies: host ones by memcpy, the rest by the copy kernels or
+// the driver.
 void run(const Stream* stream, const std::vector<Item>& items, const CopyOptions* options,
          size_t num_options, int first_device_id) {
   std::vector<Item> device_items;
@@ -340,7 +411,14 @@ void run(const Stream* stream, const std::vector<Item>& items, const CopyOptions
   }
   const driver::Table& t = driver::get();
   Ref<Device> holder;
-  ScopedContext scope(batch::context_for(stream, first_device_id, holder));
+  const Device& device = batch::context_for(stream, first_device_id, holder);
+  ScopedContext scope(device);
+  // Kernels are captured as any launch is, so a capture changes nothing here.
+  if (suits_kernel(device, device_items, options, num_options) &&
+      submit_kernel(device, stream, device_items)) {
+    batch::count_copies(host_copies + device_items.size(), 0, device_items.size());
+    return;
+  }
   const bool in_capture = (driver::has_memcpy_batch(t) || during_api_call) && batch::capturing(stream);
   if (in_capture && during_api_call)
     fail(Status::invalid_argument,
@@ -397,6 +475,8 @@ void copy_batch(const Stream* stream, size_t count, const BufferCopies& copies,
     it.size = size;
     it.index = i;
     it.host = !d.device_accessible && !s.device_accessible;
+    it.dst_reach = kernel_reach(dst, d);
+    it.src_reach = kernel_reach(src, s);
     if (first_device_id < 0) first_device_id = d.device_id >= 0 ? d.device_id : s.device_id;
   }
   check_independent(items);

@@ -1773,6 +1773,31 @@ CUMEM_API cumem_status_t cumem_buffer_copy_to_new(const cumem_buffer_t* src,
  * is capturing a graph (the driver has no graph form of the batch call; the
  * loop's copies are captured as memcpy nodes).
  *
+ * Batches of small copies are done by the GPU's SMs instead, as CUB's
+ * cub::DeviceMemcpy::Batched does: one kernel launch takes up to 1,637
+ * copies, their descriptors passed as the launch's parameters, and costs
+ * the host a fraction of what the driver's batch call costs (on CUDA 13
+ * that grows with the copies as a loop of cuMemcpyAsync does). A
+ * cumem_copy_batch goes this way when it has at least 2 non-empty copies
+ * (host-to-host ones aside), each of at most 64 KiB (above that a copy
+ * costs the copy engine more time than its submission costs the host),
+ * whose sides the stream's device can load and store: device memory of
+ * that device, managed memory, pinned memory of a libcumem resource of
+ * that device (foreign pinned memory, wrapped or registered, is left to the
+ * driver); with no source read during the call
+ * (CUMEM_COPY_SRC_ACCESS_ORDER_DURING_API_CALL) and no copy asking for
+ * CUMEM_COPY_OVERLAP_PREFER_COMPUTE. Such copies run in stream order as a
+ * kernel of the stream, so they compete for SMs and memory bandwidth with
+ * the kernels running beside them; CUMEM_COPY_OVERLAP_PREFER_COMPUTE on any
+ * copy of a batch keeps it on the copy engines (the way to opt out). A
+ * capturing stream captures the launch as kernel nodes, which keep the
+ * descriptors. The kernels are PTX of CUDA 13.0, loaded once per device on
+ * its first such batch; where the driver cannot load or run them (a driver
+ * older than 13.0), batches go the driver's way for the rest of the
+ * process. cumem_copy_batch_raw never takes this path (libcumem cannot tell
+ * what its pointers point to). cumem_batch_get_statistics counts these
+ * batches (copy_batches_by_kernel, copies_by_kernel).
+ *
  * The driver refuses the legacy default stream for batch calls; libcumem
  * accepts it (a NULL stream, as everywhere): the batch is then queued on
  * the per-thread default stream between two event waits, so that it runs
@@ -1820,7 +1845,9 @@ typedef enum cumem_copy_overlap_mode_t {
   CUMEM_COPY_OVERLAP_DEFAULT = 0, /**< the driver's own scheduling (default) */
   /** Prefer overlapping the copy with compute work on the SMs
    *  (CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE); a hint the driver may
-   *  ignore (discrete GPUs do). */
+   *  ignore (discrete GPUs do). A batch with such a copy stays on the copy
+   *  engines: libcumem's SM copies of small batches (see the section's
+   *  notes) would compete with that compute. */
   CUMEM_COPY_OVERLAP_PREFER_COMPUTE = 1,
   CUMEM_COPY_OVERLAP_MODE_FORCE32 = 0x7FFFFFFF
 } cumem_copy_overlap_mode_t;
@@ -1864,8 +1891,9 @@ CUMEM_API void cumem_copy_options_init(cumem_copy_options_t* options);
  *  array's stride, and follows the struct_size rules (an older caller's
  *  smaller struct works).
  *  Copies between pageable host buffers are done by the host (memcpy after
- *  waiting for the stream), as cumem_buffer_copy_to does; every other copy
- *  goes to the driver. Errors besides the section's: CUMEM_ERROR_INVALID_ARGUMENT
+ *  waiting for the stream), as cumem_buffer_copy_to does; a batch of small
+ *  copies goes to libcumem's copy kernels (SM copies; see the section's
+ *  notes for which); every other copy goes to the driver. Errors besides the section's: CUMEM_ERROR_INVALID_ARGUMENT
  *  for num_options other than 0 (with options NULL), 1 or count, struct_size
  *  differing between the structs, an unknown src_access_order or
  *  overlap_mode, a hint of an unknown location type or a host NUMA node the
@@ -1951,10 +1979,14 @@ typedef struct cumem_batch_statistics_t {
   uint64_t prefetches;              /**< buffers those batches prefetched */
   uint64_t discard_batches;     /**< discard and discard-and-prefetch batch calls that queued work */
   uint64_t discards;            /**< buffers those batches discarded */
+  /** Of copy_batches, those done by libcumem's copy kernels on the SMs
+   *  (small copies; see the section's notes). */
+  uint64_t copy_batches_by_kernel;
+  uint64_t copies_by_kernel;    /**< copies those batches made */
 } cumem_batch_statistics_t;
 #define CUMEM_BATCH_STATISTICS_INIT                                                      \
   { (uint32_t)sizeof(cumem_batch_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, \
-    0u, 0u }
+    0u, 0u, 0u, 0u }
 
 /** The batch statistics into *stats (set stats->struct_size first). Works
  *  without a driver (the driver_ fields are then false). Thread-safe. */

@@ -147,7 +147,8 @@ class BatchStatistics(ctypes.Structure):
         (n, ctypes.c_uint64) for n in ("copy_batches", "copy_batches_looped", "copies",
                                        "copies_looped", "prefetch_batches",
                                        "prefetch_batches_looped", "prefetches", "discard_batches",
-                                       "discards")]
+                                       "discards", "copy_batches_by_kernel",
+                                       "copies_by_kernel")]
 
 
 class FailureInfo(ctypes.Structure):

@@ -1397,6 +1397,8 @@ pub struct cumem_batch_statistics_t {
     pub prefetches: u64,
     pub discard_batches: u64,
     pub discards: u64,
+    pub copy_batches_by_kernel: u64,
+    pub copies_by_kernel: u64,
 }
 impl Default for cumem_batch_statistics_t {
     /// CUMEM_BATCH_STATISTICS_INIT.
@@ -1415,6 +1417,8 @@ impl Default for cumem_batch_statistics_t {
             prefetches: 0,
             discard_batches: 0,
             discards: 0,
+            copy_batches_by_kernel: 0,
+            copies_by_kernel: 0,
         }
     }
 }

@@ -231,6 +231,7 @@ fn layouts() -> Vec<Layout> {
             copies_looped => copies_looped, prefetch_batches => prefetch_batches,
             prefetch_batches_looped => prefetch_batches_looped, prefetches => prefetches,
             discard_batches => discard_batches, discards => discards,
+            copy_batches_by_kernel => copy_batches_by_kernel, copies_by_kernel => copies_by_kernel,
         }),
         layout!(cumem_failure_info_t {
             struct_size => struct_size, attempt => attempt, size => size, stream => stream,
