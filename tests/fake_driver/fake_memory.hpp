@@ -1,5 +1,6 @@
-// What the fake memory driver (fake_memory_cuda.cpp) tells its tests: the
-// calls it received, in order, and what they carried. The tests reach it
+// What the fake memory driver (fake_memory_cuda.cpp, with the copy kernels
+// of fake_copy_kernel.cpp) tells its tests: the calls it received, in
+// order, and what they carried. The tests reach it
 // with dlopen of $CUMEM_LIBCUDA (the same library libcumem loaded) and
 // dlsym of fake_memory_state.
 #pragma once
@@ -17,11 +18,20 @@ struct FakeCopyAttributes {
   unsigned flags = 0;
 };
 
+// One launch of libcumem's batch copy kernels (fake_copy_kernel.cpp).
+struct FakeKernelLaunch {
+  std::string kernel;       // "cumem_copy_batch_small" or "cumem_copy_batch_large"
+  unsigned grid = 0, block = 0;
+  unsigned copies = 0;      // the parameters' count
+  size_t param_bytes = 0;   // the kernel's parameter size, as the loaded PTX declares it
+};
+
 struct FakeMemoryState {
   std::mutex mutex;
   // One line per call that queues work or orders streams, such as
   // "memcpy stream=legacy", "memcpy_batch stream=ptds copies=3 attrs=1",
-  // "record stream=legacy", "wait stream=ptds", "sync stream=0x..".
+  // "record stream=legacy", "wait stream=ptds", "sync stream=0x..",
+  // "kernel cumem_copy_batch_large stream=0x.. copies=1000".
   std::vector<std::string> log;
   // The attribute runs of the last cuMemcpyBatchAsync: start index and
   // attributes of each.
@@ -32,6 +42,10 @@ struct FakeMemoryState {
   std::vector<std::pair<int, int>> last_locations;
   // Streams for which cuStreamIsCapturing answers "active".
   std::vector<void*> capturing;
+  // The copy kernels' launches, and how many code images were loaded
+  // (cuLibraryLoadData calls, refused ones too) since the process began.
+  std::vector<FakeKernelLaunch> launches;
+  int libraries_loaded = 0;
 
   void clear() {
     std::lock_guard<std::mutex> lock(mutex);
@@ -40,6 +54,7 @@ struct FakeMemoryState {
     last_attrs.clear();
     last_location_indices.clear();
     last_locations.clear();
+    launches.clear();
   }
   // How many log lines start with `prefix`.
   size_t count(const std::string& prefix) {

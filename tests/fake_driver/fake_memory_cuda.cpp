@@ -7,7 +7,8 @@
 // documents them (the legacy default stream refused, attribute indices
 // starting at 0 and increasing, a valid source access order), and logs
 // every call that queues work (fake_memory.hpp) so that tests see which
-// path libcumem took.
+// path libcumem took. Loaded code and libcumem's batch copy kernels are in
+// fake_copy_kernel.cpp.
 //
 // Environment, read at cuInit:
 //   FAKE_CUDA_VERSION   the driver version it reports (default 13000); from
@@ -16,6 +17,7 @@
 //                       the managed batch calls and the _TYPE/_ID range
 //                       attributes only from 13000.
 //   FAKE_CUDA_NO_BATCH  set: no batch entry point at all, whatever the version.
+//   FAKE_CUDA_COPY_KERNEL  loaded code and the copy kernels (fake_copy_kernel.cpp).
 // One device, without memory pools (so its device resource is cuMemAlloc's),
 // with managed memory and concurrent managed access.
 #include <cuda.h>
@@ -27,6 +29,7 @@
 #include <map>
 #include <string>
 
+#include "fake_copy_kernel.hpp"
 #include "fake_memory.hpp"
 
 namespace {
@@ -133,6 +136,13 @@ CUresult CUDAAPI fake_cuGetErrorName(CUresult error, const char** out) {
     case CUDA_ERROR_INVALID_DEVICE: *out = "CUDA_ERROR_INVALID_DEVICE"; return CUDA_SUCCESS;
     case CUDA_ERROR_OUT_OF_MEMORY: *out = "CUDA_ERROR_OUT_OF_MEMORY"; return CUDA_SUCCESS;
     case CUDA_ERROR_INVALID_CONTEXT: *out = "CUDA_ERROR_INVALID_CONTEXT"; return CUDA_SUCCESS;
+    case CUDA_ERROR_INVALID_HANDLE: *out = "CUDA_ERROR_INVALID_HANDLE"; return CUDA_SUCCESS;
+    case CUDA_ERROR_NOT_FOUND: *out = "CUDA_ERROR_NOT_FOUND"; return CUDA_SUCCESS;
+    case CUDA_ERROR_ILLEGAL_ADDRESS: *out = "CUDA_ERROR_ILLEGAL_ADDRESS"; return CUDA_SUCCESS;
+    case CUDA_ERROR_NO_BINARY_FOR_GPU: *out = "CUDA_ERROR_NO_BINARY_FOR_GPU"; return CUDA_SUCCESS;
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+      *out = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
+      return CUDA_SUCCESS;
     default: *out = nullptr; return CUDA_ERROR_INVALID_VALUE;
   }
 }
@@ -507,6 +517,19 @@ bool is_batch(const char* symbol) {
 
 }  // namespace
 
+namespace fake_memory {
+
+FakeMemoryState& state() { return ::state; }
+bool in_context() { return ::in_context(); }
+std::string stream_name(CUstream s) { return ::stream_name(s); }
+bool kernel_reachable(uintptr_t p, size_t n) {
+  std::lock_guard<std::mutex> lock(::state.mutex);
+  uintptr_t base = 0;
+  return find(p, n, &base) != nullptr;  // every kind the fake allocates is device-accessible
+}
+
+}  // namespace fake_memory
+
 extern "C" {
 
 __attribute__((visibility("default"))) FakeMemoryState* fake_memory_state() { return &state; }
@@ -533,7 +556,9 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int version
   *pfn = nullptr;
   if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   if (no_batch && is_batch(symbol)) return CUDA_SUCCESS;
-  if (std::strcmp(symbol, "cuMemcpyBatchAsync") == 0) {
+  if (void* f = fake_memory::copy_kernel_entry(symbol)) {
+    *pfn = f;
+  } else if (std::strcmp(symbol, "cuMemcpyBatchAsync") == 0) {
     if (driver_version >= 13000 && version >= 13000)
       *pfn = reinterpret_cast<void*>(
           static_cast<PFN_cuMemcpyBatchAsync_v13000>(&fake_cuMemcpyBatchAsync_v13000));

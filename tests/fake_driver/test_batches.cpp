@@ -2,7 +2,9 @@
 // memory is host memory: the bytes that arrive, what libcumem queues on the
 // driver (one batch call, or the loop), the checks done before anything is
 // queued, and the statistics. Registered several times (meson.build):
-//   Batch*, Managed*       a CUDA 13.0 driver with every batch call;
+//   Batch*, Managed*       a CUDA 13.0 driver with every batch call, without
+//                          loaded code (so no copy kernels: the driver's way;
+//                          test_batches_kernel.cpp has them);
 //   Loop*                  FAKE_CUDA_NO_BATCH: a driver without them;
 //   Cuda128*               FAKE_CUDA_VERSION=12080: 12.8's cuMemcpyBatchAsync.
 #include <dlfcn.h>
@@ -13,97 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "../fake_driver/fake_memory.hpp"
-#include "test_util.hpp"
+#include "batches_fixture.hpp"
 
 namespace {
 
-FakeMemoryState& fake() {
-  static FakeMemoryState* s = [] {
-    int32_t count = 0;
-    EXPECT_EQ(cumem_device_count(&count), CUMEM_SUCCESS);  // loads the driver
-    const char* path = std::getenv("CUMEM_LIBCUDA");
-    void* lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-    auto fn = lib ? reinterpret_cast<FakeMemoryStateFn>(dlsym(lib, "fake_memory_state")) : nullptr;
-    return fn ? fn() : nullptr;
-  }();
-  if (!s) ADD_FAILURE() << "run with CUMEM_LIBCUDA naming the fake memory driver";
-  return *s;
-}
-
-std::string stream_name(cumem_stream_t* s) {
-  void* native = nullptr;
-  EXPECT_EQ(cumem_stream_native(s, &native), CUMEM_SUCCESS);
-  char text[32];
-  std::snprintf(text, sizeof text, "%p", native);
-  return text;
-}
-
-cumem_batch_statistics_t batch_statistics() {
-  cumem_batch_statistics_t s = CUMEM_BATCH_STATISTICS_INIT;
-  EXPECT_EQ(cumem_batch_get_statistics(&s), CUMEM_SUCCESS) << cumem_last_error_message();
-  return s;
-}
-
-class Batches : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_NE(&fake(), nullptr);
-    CUMEM_ASSERT_OK(cumem_device_get(0, &device));
-    CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &stream));
-    CUMEM_ASSERT_OK(cumem_device_resource_create(device, nullptr, &device_mr));
-    CUMEM_ASSERT_OK(cumem_legacy_pinned_resource_create(device, &pinned_mr));
-    CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host_mr));
-    cumem_managed_resource_options_t m = CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
-    m.disable_pool = CUMEM_TRUE;
-    CUMEM_ASSERT_OK(cumem_managed_resource_create(device, &m, &managed_mr));
-    fake().clear();
-  }
-  void TearDown() override {
-    for (cumem_buffer_t* b : buffers) cumem_buffer_release(b);
-    for (cumem_resource_t* r : {device_mr, pinned_mr, host_mr, managed_mr}) cumem_resource_release(r);
-    cumem_stream_release(stream);
-    cumem_device_release(device);
-  }
-  // A buffer of `size` bytes whose byte i is seed + i (the fake's device
-  // memory is host memory, so the test writes and reads it directly).
-  cumem_buffer_t* make(cumem_resource_t* r, size_t size, unsigned seed) {
-    cumem_buffer_t* b = nullptr;
-    EXPECT_EQ(cumem_resource_allocate(r, size, stream, &b), CUMEM_SUCCESS)
-        << cumem_last_error_message();
-    buffers.push_back(b);
-    auto* p = static_cast<unsigned char*>(ptr(b));
-    for (size_t i = 0; i < size; ++i) p[i] = static_cast<unsigned char>(seed + i);
-    return b;
-  }
-  static void* ptr(cumem_buffer_t* b) {
-    void* p = nullptr;
-    EXPECT_EQ(cumem_buffer_ptr(b, &p), CUMEM_SUCCESS);
-    return p;
-  }
-  static bool same_bytes(cumem_buffer_t* a, size_t a_off, cumem_buffer_t* b, size_t b_off,
-                         size_t n) {
-    return std::memcmp(static_cast<char*>(ptr(a)) + a_off, static_cast<char*>(ptr(b)) + b_off,
-                       n) == 0;
-  }
-  // Nothing was queued: the call failed before the driver was asked.
-  void expect_nothing_queued() {
-    std::lock_guard<std::mutex> lock(fake().mutex);
-    EXPECT_TRUE(fake().log.empty()) << fake().log.size() << " calls, first: " << fake().log[0];
-  }
-  std::vector<std::string> log() {
-    std::lock_guard<std::mutex> lock(fake().mutex);
-    return fake().log;
-  }
-
-  cumem_device_t* device = nullptr;
-  cumem_stream_t* stream = nullptr;
-  cumem_resource_t* device_mr = nullptr;
-  cumem_resource_t* pinned_mr = nullptr;
-  cumem_resource_t* host_mr = nullptr;
-  cumem_resource_t* managed_mr = nullptr;
-  std::vector<cumem_buffer_t*> buffers;
-};
+using namespace batches_test;
 
 // ---------------------------------------------------------------------------
 // Copies, CUDA 13.0
@@ -159,6 +75,9 @@ TEST_F(Batches, CopiesOfEveryKindArriveInOneDriverCall) {
   EXPECT_EQ(after.copies, before.copies + 4);
   EXPECT_EQ(after.copy_batches_looped, before.copy_batches_looped);
   EXPECT_EQ(after.copies_looped, before.copies_looped);
+  EXPECT_EQ(after.copy_batches_by_kernel, before.copy_batches_by_kernel)
+      << "a driver without loaded code has no copy kernels";
+  EXPECT_EQ(after.copies_by_kernel, before.copies_by_kernel);
 }
 
 TEST_F(Batches, NullSizesMeanWholeBuffersOfEqualLength) {
