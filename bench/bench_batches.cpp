@@ -2,10 +2,17 @@
 // device 0 (issue 22's goals):
 //   1. 1,000 copies of 4 KiB (device to device, device to pinned host, pinned
 //      host to device) between scattered regions of two buffers: host time of
-//      one cumem_copy_batch against 1,000 cuMemcpyAsync calls (and against
-//      the driver's own cuMemcpyBatchAsync, to show libcumem's share, and
-//      1,000 cumem_buffer_copy_region calls), medians of 21 repetitions; the
-//      bytes that arrive are checked after every method;
+//      one cumem_copy_batch against 1,000 cuMemcpyAsync calls, medians of 21
+//      repetitions. The batch is timed both ways libcumem can take it: its
+//      copy kernels (the default for such a batch; SM copies) and the
+//      driver's batch call (forced by CUMEM_COPY_OVERLAP_PREFER_COMPUTE, the
+//      opt-out); beside them the driver's own cuMemcpyBatchAsync (libcumem's
+//      share) and 1,000 cumem_buffer_copy_region calls, the GPU time of the
+//      kernel batch, the driver's batch and the loop, and what asking the
+//      driver about 2,000 pointers costs (cuPointerGetAttributes: what a
+//      kernel path for cumem_copy_batch_raw would add). The statistics say
+//      which way each batch went; the bytes that arrive are checked after
+//      every method;
 //   2. batched prefetch of 1,000 managed buffers of 64 KiB (62.5 MiB in all)
 //      to the device: host time of one cumem_prefetch_batch against 1,000
 //      cuMemPrefetchAsync calls (and 1,000 cumem_buffer_prefetch calls);
@@ -52,6 +59,7 @@ struct Driver {
   PFN_cuMemcpyBatchAsync_v13000 memcpy_batch = nullptr;
   PFN_cuMemPrefetchAsync_v12020 prefetch = nullptr;
   PFN_cuStreamSynchronize_v2000 sync = nullptr;
+  PFN_cuPointerGetAttributes_v7000 pointer_attributes = nullptr;
   bool load() {
     // The driver libcumem loads ($CUMEM_LIBCUDA, as libcumem reads it).
     const char* env = std::getenv("CUMEM_LIBCUDA");
@@ -73,7 +81,9 @@ struct Driver {
       memcpy_batch = reinterpret_cast<PFN_cuMemcpyBatchAsync_v13000>(sym("cuMemcpyBatchAsync", 13000));
     prefetch = reinterpret_cast<PFN_cuMemPrefetchAsync_v12020>(sym("cuMemPrefetchAsync", 12020));
     sync = reinterpret_cast<PFN_cuStreamSynchronize_v2000>(sym("cuStreamSynchronize", 2000));
-    return memcpy && prefetch && sync;
+    pointer_attributes =
+        reinterpret_cast<PFN_cuPointerGetAttributes_v7000>(sym("cuPointerGetAttributes", 7000));
+    return memcpy && prefetch && sync && pointer_attributes;
   }
 };
 
@@ -132,6 +142,44 @@ std::vector<uint8_t> read_all(const Env& env, cumem_buffer_t* b, size_t size) {
   return out;
 }
 
+// GPU milliseconds of `copy`, median of 9 after a warm run.
+template <class Copy>
+double gpu_ms(const Env& env, cumem_event_t* e0, cumem_event_t* e1, Copy copy) {
+  copy();
+  std::vector<double> runs;
+  for (int r = 0; r < 9; ++r) {
+    ok(cumem_event_record(e0, env.stream), "record");
+    copy();
+    ok(cumem_event_record(e1, env.stream), "record");
+    ok(cumem_event_synchronize(e1), "event synchronize");
+    float ms = 0;
+    ok(cumem_event_elapsed_ms(e0, e1, &ms), "elapsed");
+    runs.push_back(ms);
+  }
+  return median(runs);
+}
+
+struct Events {
+  cumem_event_t* e0 = nullptr;
+  cumem_event_t* e1 = nullptr;
+  explicit Events(const Env& env) {
+    cumem_event_options_t eo = CUMEM_EVENT_OPTIONS_INIT;
+    eo.enable_timing = CUMEM_TRUE;
+    ok(cumem_event_create(env.device, &eo, &e0), "event");
+    ok(cumem_event_create(env.device, &eo, &e1), "event");
+  }
+  ~Events() {
+    cumem_event_release(e0);
+    cumem_event_release(e1);
+  }
+};
+
+cumem_batch_statistics_t batch_statistics() {
+  cumem_batch_statistics_t s = CUMEM_BATCH_STATISTICS_INIT;
+  ok(cumem_batch_get_statistics(&s), "statistics");
+  return s;
+}
+
 // 1. 1,000 copies of 4 KiB from regions of one buffer to scattered regions
 // of another.
 bool small_copies(const Env& env, const char* name, cumem_resource_t* from, cumem_resource_t* to) {
@@ -171,22 +219,34 @@ bool small_copies(const Env& env, const char* name, cumem_resource_t* from, cume
     write_all(env, dst, std::vector<uint8_t>(bytes, 0));
   };
   auto wait = [&] { env.wait(); };
+  // The default (the copy kernels, where they load), and the opt-out that
+  // keeps a batch on the copy engines (the driver's batch call).
+  cumem_copy_options_t engines = CUMEM_COPY_OPTIONS_INIT;
+  engines.overlap_mode = CUMEM_COPY_OVERLAP_PREFER_COMPUTE;
+  auto cumem_batch = [&](const cumem_copy_options_t* options) {
+    ok(cumem_copy_batch(env.stream, kCopies, dsts.data(), dst_offsets.data(), srcs.data(),
+                        src_offsets.data(), sizes.data(), options, options ? 1 : 0),
+       "cumem_copy_batch");
+  };
+  auto loop_calls = [&] {
+    for (int i = 0; i < kCopies; ++i)
+      if (env.driver.memcpy(dptrs[i], sptrs[i], kCopySize, env.native) != CUDA_SUCCESS)
+        die("cuMemcpyAsync");
+  };
 
-  const double batch = host_us(
-      [&] {
-        ok(cumem_copy_batch(env.stream, kCopies, dsts.data(), dst_offsets.data(), srcs.data(),
-                            src_offsets.data(), sizes.data(), nullptr, 0),
-           "cumem_copy_batch");
-      },
-      wait);
-  check("cumem_copy_batch");
-  const double loop = host_us(
-      [&] {
-        for (int i = 0; i < kCopies; ++i)
-          if (env.driver.memcpy(dptrs[i], sptrs[i], kCopySize, env.native) != CUDA_SUCCESS)
-            die("cuMemcpyAsync");
-      },
-      wait);
+  const cumem_batch_statistics_t before = batch_statistics();
+  const double batch = host_us([&] { cumem_batch(nullptr); }, wait);
+  const cumem_batch_statistics_t s1 = batch_statistics();
+  check("cumem_copy_batch (default)");
+  const bool by_kernel = s1.copy_batches_by_kernel - before.copy_batches_by_kernel == kReps + 1;
+  const double engine_batch = host_us([&] { cumem_batch(&engines); }, wait);
+  const cumem_batch_statistics_t s2 = batch_statistics();
+  check("cumem_copy_batch (PREFER_COMPUTE: copy engines)");
+  if (s2.copy_batches_by_kernel != s1.copy_batches_by_kernel) {
+    std::printf("  %s: the opt-out took the copy kernels\n", name);
+    all_ok = false;
+  }
+  const double loop = host_us(loop_calls, wait);
   check("cuMemcpyAsync x1000");
   double raw_batch = -1;
   if (env.driver.memcpy_batch) {
@@ -212,8 +272,39 @@ bool small_copies(const Env& env, const char* name, cumem_resource_t* from, cume
       },
       wait);
   check("cumem_buffer_copy_region x1000");
-  std::printf("  %-26s %10.1f %10.1f %10.1f %10.1f %9.1f %%%s\n", name, batch, loop, raw_batch,
-              regions, 100.0 * batch / loop, batch <= 0.5 * loop ? "" : "  (goal: <= 50 %)");
+  // What a kernel path for pointer batches would first ask the driver: the
+  // memory type, device and managed flag of each destination and source.
+  const double pointers = host_us(
+      [&] {
+        unsigned memory_type = 0, is_managed = 0;
+        int ordinal = -1;
+        CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                            CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                            CU_POINTER_ATTRIBUTE_IS_MANAGED};
+        void* values[] = {&memory_type, &ordinal, &is_managed};
+        for (int i = 0; i < kCopies; ++i)
+          for (CUdeviceptr p : {dptrs[i], sptrs[i]})
+            if (env.driver.pointer_attributes(3, attributes, values, p) != CUDA_SUCCESS)
+              die("cuPointerGetAttributes");
+      },
+      wait);
+  // GPU time of the same bytes each way.
+  Events ev(env);
+  const double gpu_kernel = 1e3 * gpu_ms(env, ev.e0, ev.e1, [&] { cumem_batch(nullptr); });
+  check("cumem_copy_batch (default), GPU timing");
+  const double gpu_engines = 1e3 * gpu_ms(env, ev.e0, ev.e1, [&] { cumem_batch(&engines); });
+  check("cumem_copy_batch (PREFER_COMPUTE), GPU timing");
+  const double gpu_loop = 1e3 * gpu_ms(env, ev.e0, ev.e1, loop_calls);
+  check("cuMemcpyAsync x1000, GPU timing");
+  std::printf("  %-24s %9.1f %9.1f %9.1f %9.1f %9.1f %8.1f %%%s\n", name, batch, engine_batch,
+              loop, raw_batch, regions, 100.0 * batch / loop,
+              batch <= 0.5 * loop ? "" : "  (goal: <= 50 %)");
+  std::printf("    default batch %s; engines batch %.1f %% of the loop\n"
+              "    GPU us: kernels %.1f, driver's batch %.1f, loop %.1f\n"
+              "    cuPointerGetAttributes x%d: %.1f us (%.1f %% of the loop)\n",
+              by_kernel ? "by the copy kernels" : "NOT by the copy kernels (unavailable?)",
+              100.0 * engine_batch / loop, gpu_kernel, gpu_engines, gpu_loop, 2 * kCopies,
+              pointers, 100.0 * pointers / loop);
   for (cumem_buffer_t* b : {src, dst}) {
     cumem_buffer_close(b, env.stream);
     cumem_buffer_release(b);
@@ -281,23 +372,6 @@ void prefetches(const Env& env) {
     cumem_buffer_release(b);
   }
   cumem_resource_release(managed);
-}
-
-// GPU milliseconds of `copy`, median of 9 after a warm run.
-template <class Copy>
-double gpu_ms(const Env& env, cumem_event_t* e0, cumem_event_t* e1, Copy copy) {
-  copy();
-  std::vector<double> runs;
-  for (int r = 0; r < 9; ++r) {
-    ok(cumem_event_record(e0, env.stream), "record");
-    copy();
-    ok(cumem_event_record(e1, env.stream), "record");
-    ok(cumem_event_synchronize(e1), "event synchronize");
-    float ms = 0;
-    ok(cumem_event_elapsed_ms(e0, e1, &ms), "elapsed");
-    runs.push_back(ms);
-  }
-  return median(runs);
 }
 
 // 3. Bandwidth of each copy path against cuMemcpyAsync.
@@ -382,11 +456,12 @@ int main() {
               s.driver_prefetch_batch ? "yes" : "no");
 
   bool all_ok = true;
-  std::printf("\n1. %d copies of 4 KiB, host us (median of %d): cumem_copy_batch, %d cuMemcpyAsync,\n"
-              "   the driver's cuMemcpyBatchAsync, %d cumem_buffer_copy_region; batch / cuMemcpyAsync\n",
+  std::printf("\n1. %d copies of 4 KiB, host us (median of %d): cumem_copy_batch by the copy\n"
+              "   kernels (default) and by the driver's batch (PREFER_COMPUTE), %d cuMemcpyAsync,\n"
+              "   the driver's cuMemcpyBatchAsync, %d cumem_buffer_copy_region; kernels / cuMemcpyAsync\n",
               kCopies, kReps, kCopies, kCopies);
-  std::printf("  %-26s %10s %10s %10s %10s %10s\n", "", "batch", "memcpy x1k", "raw batch",
-              "region x1k", "ratio");
+  std::printf("  %-24s %9s %9s %9s %9s %9s %10s\n", "", "kernels", "engines", "memcpy", "raw batch",
+              "region", "ratio");
   all_ok &= small_copies(env, "device -> device", env.device_mr, env.device_mr);
   all_ok &= small_copies(env, "device -> pinned host", env.device_mr, env.pinned_mr);
   all_ok &= small_copies(env, "pinned host -> device", env.pinned_mr, env.device_mr);
@@ -401,9 +476,11 @@ int main() {
   all_ok &= bandwidth(env, "256 MiB pinned -> device", env.pinned_mr, env.device_mr, 256 * MiB);
 
   ok(cumem_batch_get_statistics(&s), "statistics");
-  std::printf("\nbatches: %llu copy batches (%llu looped), %llu prefetch batches (%llu looped)\n",
+  std::printf("\nbatches: %llu copy batches (%llu looped, %llu by the copy kernels), %llu prefetch "
+              "batches (%llu looped)\n",
               static_cast<unsigned long long>(s.copy_batches),
               static_cast<unsigned long long>(s.copy_batches_looped),
+              static_cast<unsigned long long>(s.copy_batches_by_kernel),
               static_cast<unsigned long long>(s.prefetch_batches),
               static_cast<unsigned long long>(s.prefetch_batches_looped));
   cumem_resource_release(env.pinned_mr);
