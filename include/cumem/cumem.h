@@ -1424,6 +1424,28 @@ CUMEM_API cumem_status_t cumem_resource_pool_set_access(cumem_resource_t* resour
 CUMEM_API cumem_status_t cumem_resource_pool_get_access(
     const cumem_resource_t* resource, const cumem_device_t* peer,
     cumem_bool_t* out_read_write);
+/** Grants (read_write true) or revokes `peer`'s read-write access to the
+ *  memory `resource` hands out, present and future, whatever the resource
+ *  is: a pool (as cumem_resource_pool_set_access), a virtual-memory
+ *  resource (as cumem_virtual_resource_set_access), an adaptor (its
+ *  upstream's memory; an expandable caching adaptor also maps every page of
+ *  its ranges, now and later, with that access). What a framework calls
+ *  when it enables peer access between devices (PyTorch's
+ *  enablePeerAccess): memory that is not cuMemAlloc'd is not reached by
+ *  cumem_device_enable_peer_access alone. All or nothing.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: revoking the resource's own device.
+ *  CUMEM_ERROR_NOT_SUPPORTED: the devices cannot access each other, or the
+ *  resource's memory has no access to set (host, managed or callback
+ *  memory; the message names the resource). */
+CUMEM_API cumem_status_t cumem_resource_set_peer_access(cumem_resource_t* resource,
+                                                        const cumem_device_t* peer,
+                                                        cumem_bool_t read_write);
+/** *out_read_write = whether `peer` can read and write all the memory
+ *  `resource` hands out (true for the resource's own device). Errors as
+ *  cumem_resource_set_peer_access. */
+CUMEM_API cumem_status_t cumem_resource_get_peer_access(const cumem_resource_t* resource,
+                                                        const cumem_device_t* peer,
+                                                        cumem_bool_t* out_read_write);
 /** The CUmemoryPool, as void*. Borrowed. */
 CUMEM_API cumem_status_t cumem_resource_pool_native(const cumem_resource_t* resource,
                                                     void** out_pool);
