@@ -2155,8 +2155,12 @@ CUMEM_API cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* reso
  * NULL), the one the configuration describes (made on first use): the
  * environment variable CUMEM_ALLOC_CONF (read once, at the first choice),
  * or the text last given to cumem_framework_configure; the keys are listed
- * there. The older CUMEM_FRAMEWORK_RESOURCE is CUMEM_ALLOC_CONF's kind in
- * one word: "device" (or unset/empty) for the device's memory
+ * there. With nothing configured (no key but limit), the expandable cache
+ * (a caching adaptor with expandable segments, the default pages) over the
+ * device's memory resource, where the device has virtual memory
+ * management; elsewhere that memory resource itself. The older
+ * CUMEM_FRAMEWORK_RESOURCE is CUMEM_ALLOC_CONF's kind in one word:
+ * "device" for the device's memory
  * resource (cumem_device_get_memory_resource: the device's default-pool
  * device resource unless cumem_device_set_memory_resource changed it),
  * looked up at each allocation so that it follows that setting; "caching"
@@ -2254,8 +2258,11 @@ CUMEM_API void cumem_cupy_free(void* param, void* ptr, int device_id);
  * Sizes are a whole number of bytes with an optional unit, in any case: B,
  * KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000).
  * Booleans are true, false, 1 or 0, in any case. The keys:
- *  - kind: device (default) | caching. device: the memory itself (below);
- *    caching: a caching adaptor over it (cumem_caching_resource_create).
+ *  - kind: device | caching. device: the memory itself (below); caching: a
+ *    caching adaptor over it (cumem_caching_resource_create). Unset, and
+ *    no key but limit given: the expandable cache where the device has
+ *    virtual memory management, else device (every other key makes the
+ *    choice the caller's: kind:device for the device resource itself).
  *  - expandable: boolean, default false; needs kind:caching: the caching
  *    adaptor's expandable segments
  *    (cumem_caching_resource_options_t.expandable, PyTorch's

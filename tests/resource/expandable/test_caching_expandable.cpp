@@ -436,3 +436,32 @@ TEST_F(ExpandableCache, PeerAccessCoversThePagesAndTheUpstreamsSmallBlocks) {
   cumem_stream_release(other);
   cumem_device_release(peer);
 }
+
+// With nothing configured, the framework entry points (PyTorch's and
+// CuPy's) allocate from the expandable cache over the device's memory
+// resource, here a virtual-memory resource (the fake has no pools): a
+// large block maps pages, a small one comes from that resource.
+TEST_F(ExpandableCache, TheFrameworkDefaultIsTheExpandableCacheOverTheDevicesMemory) {
+  cumem_resource_t* vmm = nullptr;
+  CUMEM_ASSERT_OK(cumem_virtual_resource_create(device, nullptr, &vmm));
+  CUMEM_ASSERT_OK(cumem_device_set_memory_resource(device, vmm));
+  cumem_resource_t* r = nullptr;
+  CUMEM_ASSERT_OK(cumem_framework_get_resource(0, &r));
+  cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
+  CUMEM_ASSERT_OK(cumem_resource_get_properties(r, &p));
+  EXPECT_EQ(p.kind, CUMEM_RESOURCE_CACHING);
+  void* large = cumem_torch_alloc(30 * MiB, 0, nullptr);
+  ASSERT_NE(large, nullptr) << cumem_last_error_message();
+  EXPECT_GE(caching_of(r).pages_mapped, 1u) << "a large block maps pages";
+  EXPECT_EQ(statistics_of(vmm).live_allocations, 0u) << "not from the upstream";
+  void* small = cumem_torch_alloc(4 * KiB, 0, nullptr);
+  ASSERT_NE(small, nullptr) << cumem_last_error_message();
+  EXPECT_EQ(statistics_of(vmm).live_allocations, 1u) << "the small block is the upstream's";
+  cumem_torch_free(large, 30 * MiB, 0, nullptr);
+  cumem_torch_free(small, 4 * KiB, 0, nullptr);
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(r, 0));
+  cumem_resource_release(r);
+  CUMEM_ASSERT_OK(cumem_device_set_memory_resource(device, nullptr));
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
+  cumem_resource_release(vmm);
+}
