@@ -7,6 +7,7 @@
 #include "../src/resources/callback_resource.hpp"
 #include "../src/resources/failure_callback_resource.hpp"
 #include "../src/resources/tracking_resource.hpp"
+#include "../src/resources/peer_access.hpp"
 #include "../src/resources/pool_resource.hpp"
 #include "../src/resources/resource.hpp"
 
@@ -486,6 +487,27 @@ CUMEM_EXPORT cumem_status_t cumem_resource_pool_get_access(const cumem_resource_
   out(out_read_write, "out_read_write");
   const PoolResource& r = pool_of(resource, "reading pool access");
   *out_read_write = to_bool(r.pool_get_access(p));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_set_peer_access(cumem_resource_t* resource,
+                                                           const cumem_device_t* peer,
+                                                           cumem_bool_t read_write) {
+  CUMEM_TRY
+  Resource& r = object(resource, "resource");
+  const Device& p = object(peer, "peer");
+  peer_accessible(r).set_peer_access(p, read_write != 0);
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_get_peer_access(const cumem_resource_t* resource,
+                                                           const cumem_device_t* peer,
+                                                           cumem_bool_t* out_read_write) {
+  CUMEM_TRY
+  const Resource& r = object(resource, "resource");
+  const Device& p = object(peer, "peer");
+  out(out_read_write, "out_read_write");
+  *out_read_write = to_bool(peer_accessible(r).peer_access(p));
   CUMEM_CATCH
 }
 

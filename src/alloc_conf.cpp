@@ -87,6 +87,7 @@ std::string size_text(uint64_t bytes) {
 std::string AllocConf::text() const {
   std::vector<std::string> items;
   if (kind == Kind::caching) items.push_back("kind:caching");
+  if (kind == Kind::device && !automatic && !own_pool && !managed) items.push_back("kind:device");
   if (expandable) items.push_back("expandable:true");
   if (page_size) items.push_back("page_size:" + size_text(page_size));
   if (limit) items.push_back("limit:" + size_text(limit));
@@ -114,6 +115,7 @@ AllocConf parse_alloc_conf(std::string_view text, std::string_view origin) {
     for (const std::string& s : seen)
       if (s == key) p.refuse("the key '" + key + "' is given twice");
     seen.push_back(key);
+    if (key != "limit") conf.automatic = false;  // every other key says what memory to use
     if (key == "kind") {
       const std::string v = lower(value);
       if (v == "device") conf.kind = AllocConf::Kind::device;
@@ -158,7 +160,14 @@ AllocConf alloc_conf_from_environment(const char* alloc_conf, const char* framew
                                        "'; it must be 'device', 'caching', 'expandable' or unset "
                                        "(or use CUMEM_ALLOC_CONF, e.g. kind:caching)");
   old.expandable = value == "expandable";
+  old.automatic = false;
   if (!alloc_conf || !*alloc_conf) return old;
+  if (conf.automatic) {  // the older variable names the kind; the other keys apply
+    conf.automatic = false;
+    conf.kind = old.kind;
+    conf.expandable = old.expandable;
+    return conf;
+  }
   if (old.kind != conf.kind || old.expandable != conf.expandable)
     fail(Status::invalid_argument,
          "CUMEM_FRAMEWORK_RESOURCE=" + value + " and CUMEM_ALLOC_CONF=" + alloc_conf +

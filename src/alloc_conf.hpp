@@ -14,6 +14,13 @@ namespace cumem::core {
 
 struct AllocConf {
   enum class Kind { device, caching };
+  // Nothing says what memory to use (no kind, expandable, page_size,
+  // release_threshold or managed key; only limit may be given): the
+  // framework chooses, the expandable cache over the device's memory
+  // resource where the device has virtual memory management, else that
+  // resource itself (src/framework.cpp). `kind` and `expandable` then hold
+  // the fallback's values.
+  bool automatic = true;
   // device: the memory itself (the device's memory resource, a pool of its
   // own, or managed memory); caching: a caching adaptor over it.
   Kind kind = Kind::device;
@@ -28,7 +35,8 @@ struct AllocConf {
   // change), rather than a resource the framework makes for itself.
   bool uses_device_memory_resource() const { return !own_pool && !managed; }
   // The keys that differ from the defaults, as the text that parses back to
-  // this configuration ("" for the defaults).
+  // this configuration ("" for the defaults; "kind:device" for the device
+  // resource chosen rather than fallen back to).
   std::string text() const;
 };
 

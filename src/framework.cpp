@@ -130,7 +130,22 @@ Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upst
     pool.release_threshold = conf.release_threshold;
     r = create_device_resource(Device::get(device), pool);
   }
-  if (conf.kind == AllocConf::Kind::caching) {
+  if (conf.automatic) {
+    // Nothing chosen: the expandable cache, where the device maps virtual
+    // memory (it holds about what it hands out and reuses blocks of any
+    // size); else the memory itself.
+    CachingOptions caching;
+    caching.expandable = true;
+    try {
+      r = create_caching_resource(r, caching);
+    } catch (const Error& e) {
+      if (e.status() != Status::not_supported) throw;
+      if (log::enabled(log::Level::info))
+        log::write(log::Level::info, "the framework resource of device " +
+                                         std::to_string(device) + " is " + r->describe() +
+                                         ", not the expandable cache: " + e.what());
+    }
+  } else if (conf.kind == AllocConf::Kind::caching) {
     CachingOptions caching;
     caching.expandable = conf.expandable;
     caching.page_size = conf.page_size;
@@ -142,7 +157,8 @@ Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upst
   if (log::enabled(log::Level::info))
     log::write(log::Level::info, "the framework resource of device " + std::to_string(device) +
                                      " is made as configured: " +
-                                     (conf.text().empty() ? "the defaults" : conf.text()));
+                                     (conf.text().empty() ? "the defaults" : conf.text()) +
+                                     " (" + r->describe() + ")");
   return r;
 }
 

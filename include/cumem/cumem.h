@@ -1424,6 +1424,28 @@ CUMEM_API cumem_status_t cumem_resource_pool_set_access(cumem_resource_t* resour
 CUMEM_API cumem_status_t cumem_resource_pool_get_access(
     const cumem_resource_t* resource, const cumem_device_t* peer,
     cumem_bool_t* out_read_write);
+/** Grants (read_write true) or revokes `peer`'s read-write access to the
+ *  memory `resource` hands out, present and future, whatever the resource
+ *  is: a pool (as cumem_resource_pool_set_access), a virtual-memory
+ *  resource (as cumem_virtual_resource_set_access), an adaptor (its
+ *  upstream's memory; an expandable caching adaptor also maps every page of
+ *  its ranges, now and later, with that access). What a framework calls
+ *  when it enables peer access between devices (PyTorch's
+ *  enablePeerAccess): memory that is not cuMemAlloc'd is not reached by
+ *  cumem_device_enable_peer_access alone. All or nothing.
+ *  CUMEM_ERROR_INVALID_ARGUMENT: revoking the resource's own device.
+ *  CUMEM_ERROR_NOT_SUPPORTED: the devices cannot access each other, or the
+ *  resource's memory has no access to set (host, managed or callback
+ *  memory; the message names the resource). */
+CUMEM_API cumem_status_t cumem_resource_set_peer_access(cumem_resource_t* resource,
+                                                        const cumem_device_t* peer,
+                                                        cumem_bool_t read_write);
+/** *out_read_write = whether `peer` can read and write all the memory
+ *  `resource` hands out (true for the resource's own device). Errors as
+ *  cumem_resource_set_peer_access. */
+CUMEM_API cumem_status_t cumem_resource_get_peer_access(const cumem_resource_t* resource,
+                                                        const cumem_device_t* peer,
+                                                        cumem_bool_t* out_read_write);
 /** The CUmemoryPool, as void*. Borrowed. */
 CUMEM_API cumem_status_t cumem_resource_pool_native(const cumem_resource_t* resource,
                                                     void** out_pool);
@@ -2165,8 +2187,12 @@ CUMEM_API cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* reso
  * NULL), the one the configuration describes (made on first use): the
  * environment variable CUMEM_ALLOC_CONF (read once, at the first choice),
  * or the text last given to cumem_framework_configure; the keys are listed
- * there. The older CUMEM_FRAMEWORK_RESOURCE is CUMEM_ALLOC_CONF's kind in
- * one word: "device" (or unset/empty) for the device's memory
+ * there. With nothing configured (no key but limit), the expandable cache
+ * (a caching adaptor with expandable segments, the default pages) over the
+ * device's memory resource, where the device has virtual memory
+ * management; elsewhere that memory resource itself. The older
+ * CUMEM_FRAMEWORK_RESOURCE is CUMEM_ALLOC_CONF's kind in one word:
+ * "device" for the device's memory
  * resource (cumem_device_get_memory_resource: the device's default-pool
  * device resource unless cumem_device_set_memory_resource changed it),
  * looked up at each allocation so that it follows that setting; "caching"
@@ -2264,8 +2290,11 @@ CUMEM_API void cumem_cupy_free(void* param, void* ptr, int device_id);
  * Sizes are a whole number of bytes with an optional unit, in any case: B,
  * KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000).
  * Booleans are true, false, 1 or 0, in any case. The keys:
- *  - kind: device (default) | caching. device: the memory itself (below);
- *    caching: a caching adaptor over it (cumem_caching_resource_create).
+ *  - kind: device | caching. device: the memory itself (below); caching: a
+ *    caching adaptor over it (cumem_caching_resource_create). Unset, and
+ *    no key but limit given: the expandable cache where the device has
+ *    virtual memory management, else device (every other key makes the
+ *    choice the caller's: kind:device for the device resource itself).
  *  - expandable: boolean, default false; needs kind:caching: the caching
  *    adaptor's expandable segments
  *    (cumem_caching_resource_options_t.expandable, PyTorch's

@@ -710,6 +710,16 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     check(cumem_resource_pool_get_access(get(), peer.get(), &b));
     return b != CUMEM_FALSE;
   }
+  // `peer`'s access to the memory this resource hands out, whatever the
+  // resource (cumem_resource_set_peer_access).
+  void set_peer_access(const Device& peer, bool read_write) const {
+    check(cumem_resource_set_peer_access(get(), peer.get(), read_write ? CUMEM_TRUE : CUMEM_FALSE));
+  }
+  bool peer_access(const Device& peer) const {
+    cumem_bool_t b = CUMEM_FALSE;
+    check(cumem_resource_get_peer_access(get(), peer.get(), &b));
+    return b != CUMEM_FALSE;
+  }
   // The CUmemoryPool, valid while this resource lives.
   void* pool_native() const {
     return detail::out<void*>(cumem_resource_pool_native, get());

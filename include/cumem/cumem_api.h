@@ -236,6 +236,8 @@ typedef cumem_status_t (*PFN_cumem_framework_configure)(const char* configuratio
 typedef cumem_status_t (*PFN_cumem_buffer_get_dmabuf)(const cumem_buffer_t* buffer, uint32_t flags, cumem_dmabuf_t* dmabuf);
 typedef cumem_status_t (*PFN_cumem_unmap_subscribe)(cumem_unmap_callback_t callback, void* user_data, uint64_t* out_subscription);
 typedef cumem_status_t (*PFN_cumem_unmap_unsubscribe)(uint64_t subscription);
+typedef cumem_status_t (*PFN_cumem_resource_set_peer_access)(cumem_resource_t* resource, const cumem_device_t* peer, cumem_bool_t read_write);
+typedef cumem_status_t (*PFN_cumem_resource_get_peer_access)(const cumem_resource_t* resource, const cumem_device_t* peer, cumem_bool_t* out_read_write);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -460,6 +462,8 @@ struct cumem_api_t {
   PFN_cumem_buffer_get_dmabuf cumem_buffer_get_dmabuf;
   PFN_cumem_unmap_subscribe cumem_unmap_subscribe;
   PFN_cumem_unmap_unsubscribe cumem_unmap_unsubscribe;
+  PFN_cumem_resource_set_peer_access cumem_resource_set_peer_access;
+  PFN_cumem_resource_get_peer_access cumem_resource_get_peer_access;
 };
 
 #ifdef __cplusplus

@@ -6,12 +6,13 @@
 #pragma once
 
 #include "dmabuf_source.hpp"
+#include "peer_access.hpp"
 #include "resource.hpp"
 #include "trimmable.hpp"
 
 namespace cumem::core {
 
-class Adaptor : public Resource, public Trimmable, public DmaBufSource {
+class Adaptor : public Resource, public Trimmable, public DmaBufSource, public PeerAccessible {
  public:
   const Resource& upstream() const noexcept { return *upstream_; }
   // An adaptor holds nothing of its own: the upstream gives back what it holds.
@@ -21,6 +22,15 @@ class Adaptor : public Resource, public Trimmable, public DmaBufSource {
   DmaBufRanges dmabuf_ranges(void* ptr, size_t size, uintptr_t first,
                              size_t bytes) const override {
     return dmabuf_ranges_of(*upstream_, ptr, size, first, bytes);
+  }
+  // Peer access to an adaptor's memory is the upstream's (the caching
+  // adaptor adds its expandable ranges); not_supported where the upstream
+  // has none to set.
+  void set_peer_access(const Device& peer, bool read_write) override {
+    peer_accessible(*upstream_).set_peer_access(peer, read_write);
+  }
+  bool peer_access(const Device& peer) const override {
+    return peer_accessible(*upstream_).peer_access(peer);
   }
 
  protected:

@@ -245,6 +245,44 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
   // Trimmable: a request from an adaptor above gives back every cached block.
   void trim_unused() override { trim(0); }
 
+  // PeerAccessible: the upstream's memory (the small blocks, and every block
+  // of the plain cache) and, when expandable, the pages of every range, now
+  // and in ranges reserved later.
+  void set_peer_access(const Device& peer, bool read_write) override {
+    if (!expandable_) return Adaptor::set_peer_access(peer, read_write);
+    if (&peer == device_.get()) {
+      if (read_write) return;  // the cache's own device always has it
+      fail(Status::invalid_argument, "cannot revoke " + peer.describe() + "'s access to " +
+                                         describe() + ", whose pages are its memory");
+    }
+    if (read_write && !peer.can_access_peer(*device_))
+      fail(Status::not_supported, peer.describe() + " cannot access the memory of " +
+                                      device_->describe() + " (no peer path)");
+    std::lock_guard<std::mutex> lock(central_.mutex);
+    const bool before = expandable_->peer_access(peer.ordinal());
+    expandable_->set_peer_access(peer.ordinal(), read_write);
+    try {
+      Adaptor::set_peer_access(peer, read_write);
+    } catch (...) {
+      try {
+        expandable_->set_peer_access(peer.ordinal(), before);
+      } catch (...) {
+        log::swallowed("restoring the expandable cache's peer access after a failed change");
+      }
+      throw;
+    }
+  }
+  bool peer_access(const Device& peer) const override {
+    if (!expandable_) return Adaptor::peer_access(peer);
+    if (&peer == device_.get()) return true;
+    bool pages = false;
+    {
+      std::lock_guard<std::mutex> lock(central_.mutex);
+      pages = expandable_->peer_access(peer.ordinal());
+    }
+    return pages && Adaptor::peer_access(peer);
+  }
+
   // DmaBufSource: a block is exported as the upstream allocation that holds
   // it (its segment, or a small block's own allocation), which the
   // upstream describes; an expandable block as the pages that hold it.

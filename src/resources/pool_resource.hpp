@@ -10,6 +10,7 @@
 #include "byte_budget.hpp"
 #include "dmabuf_source.hpp"
 #include "ipc_shareable.hpp"
+#include "peer_access.hpp"
 #include "resource.hpp"
 #include "snapshottable.hpp"
 #include "trimmable.hpp"
@@ -29,7 +30,8 @@ class PoolResource : public Resource,
                      public IpcShareable,
                      public Trimmable,
                      public Snapshottable,
-                     public DmaBufSource {
+                     public DmaBufSource,
+                     public PeerAccessible {
  public:
   // Takes `pool`; destroys it at the end when `owned`. A max_size above 0 is
   // enforced here on the bytes in use (the driver only caps what it
@@ -52,6 +54,11 @@ class PoolResource : public Resource,
   void trim_unused() override { pool_trim(0); }
   void pool_set_access(const Device& peer, bool read_write);
   bool pool_get_access(const Device& peer) const;
+  // PeerAccessible: the pool's access (what an adaptor above asks for).
+  void set_peer_access(const Device& peer, bool read_write) override {
+    pool_set_access(peer, read_write);
+  }
+  bool peer_access(const Device& peer) const override { return pool_get_access(peer); }
   // 0 when unlimited.
   uint64_t max_size() const noexcept { return budget_ ? budget_->limit() : 0; }
   // Snapshottable: the pool's attributes (the driver lists no allocations:

@@ -17,6 +17,7 @@
 #include "../vmm/release_queue.hpp"
 #include "dmabuf_source.hpp"
 #include "ipc_shareable.hpp"
+#include "peer_access.hpp"
 #include "resource.hpp"
 #include "snapshottable.hpp"
 
@@ -50,7 +51,8 @@ struct VirtualStatistics {
 class VirtualResource final : public Resource,
                               public IpcShareable,
                               public Snapshottable,
-                              public DmaBufSource {
+                              public DmaBufSource,
+                              public PeerAccessible {
  public:
   // Physical memory is mapped in chunks of this (PyTorch's large page),
   // rounded up to the granularity: few chunks per buffer (mapping costs per
@@ -70,6 +72,13 @@ class VirtualResource final : public Resource,
   // revokes it). The resource's own device keeps read-write access.
   void set_access(const Device& peer, vmm::Access access);
   vmm::Access get_access(const Device& peer) const;
+  // PeerAccessible: set_access with read-write or none.
+  void set_peer_access(const Device& peer, bool read_write) override {
+    set_access(peer, read_write ? vmm::Access::read_write : vmm::Access::none);
+  }
+  bool peer_access(const Device& peer) const override {
+    return get_access(peer) == vmm::Access::read_write;
+  }
   VirtualStatistics virtual_statistics() const;
   // Snapshottable: each allocation's range, mapped and unmapped.
   void snapshot(snapshot::Builder& out) const override;

@@ -106,7 +106,8 @@ TEST_F(DeviceResource, MemoryTheDeviceCannotAccessIsRefused) {
   cumem_resource_release(original);
 }
 
-// cumem_framework_set_resource(d, NULL) means the device's memory resource:
+// cumem_framework_set_resource(d, NULL) means the default: on a device that
+// cannot map virtual memory (this fake), the device's memory resource itself:
 // the same object each time (issue 17, item 9).
 TEST_F(DeviceResource, FrameworkDefaultIsTheDevicesMemoryResource) {
   cumem_resource_t* mr = memory_resource(device);

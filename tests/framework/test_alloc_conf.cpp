@@ -40,6 +40,7 @@ std::string refusal(const std::string& text) {
 TEST(AllocConf, EmptyIsTheDefaults) {
   for (const char* text : {"", "   ", ",", " , ,"}) {
     const AllocConf c = parse(text);
+    EXPECT_TRUE(c.automatic) << text;
     EXPECT_EQ(c.kind, AllocConf::Kind::device) << text;
     EXPECT_FALSE(c.expandable);
     EXPECT_EQ(c.page_size, 0u);
@@ -137,17 +138,35 @@ TEST(AllocConf, TextParsesBackToTheSameConfiguration) {
   EXPECT_EQ(parse("limit:1000").text(), "limit:1000");
 }
 
+// Only a limit leaves the choice of memory to the framework; every other
+// key, kind:device too, makes it.
+TEST(AllocConf, OnlyALimitLeavesTheMemoryToTheFramework) {
+  EXPECT_TRUE(parse("limit:1GiB").automatic);
+  for (const char* text : {"kind:device", "kind:caching", "kind:caching,expandable:false",
+                           "release_threshold:0", "managed:false", "limit:1GiB,kind:device"}) {
+    EXPECT_FALSE(parse(text).automatic) << text;
+  }
+  EXPECT_EQ(parse("kind:device").text(), "kind:device");
+  EXPECT_FALSE(parse(parse("kind:device").text()).automatic);
+  EXPECT_EQ(parse("kind:device,limit:2GiB").text(), "kind:device,limit:2GiB");
+  EXPECT_EQ(parse("kind:device,release_threshold:1GiB").text(), "release_threshold:1GiB");
+}
+
 TEST(AllocConf, TheOlderVariableIsKind) {
   EXPECT_EQ(alloc_conf_from_environment(nullptr, nullptr).text(), "");
   EXPECT_EQ(alloc_conf_from_environment("", "").text(), "");
-  EXPECT_EQ(alloc_conf_from_environment(nullptr, "device").text(), "");
+  EXPECT_TRUE(alloc_conf_from_environment(nullptr, nullptr).automatic);
+  EXPECT_EQ(alloc_conf_from_environment(nullptr, "device").text(), "kind:device");
+  EXPECT_FALSE(alloc_conf_from_environment(nullptr, "device").automatic);
   EXPECT_EQ(alloc_conf_from_environment(nullptr, "caching").text(), "kind:caching");
   EXPECT_EQ(alloc_conf_from_environment(nullptr, "expandable").text(),
             "kind:caching,expandable:true");
   // Both: they must agree; the new one's other keys apply.
   EXPECT_EQ(alloc_conf_from_environment("kind:caching,limit:1GiB", "caching").text(),
             "kind:caching,limit:1GiB");
-  EXPECT_EQ(alloc_conf_from_environment("limit:1GiB", "device").text(), "limit:1GiB");
+  EXPECT_EQ(alloc_conf_from_environment("limit:1GiB", "device").text(), "kind:device,limit:1GiB");
+  EXPECT_EQ(alloc_conf_from_environment("limit:1GiB", "expandable").text(),
+            "kind:caching,expandable:true,limit:1GiB");
   try {
     alloc_conf_from_environment("kind:device", "caching");
     FAIL() << "accepted";

@@ -122,6 +122,23 @@ def test_legacy_device_and_managed_resources(device):
 
 
 @pytest.mark.device
+def test_peer_access_of_memory_without_any_is_refused_by_name(device):
+    # Managed memory has no access to set; on a GPU so does the device
+    # itself as its own peer.
+    managed = cumem.Resource.managed(device, disable_pool=True)
+    cached = cumem.Resource.caching(managed)
+    for r in (managed, cached):
+        with pytest.raises(cumem.CumemError) as e:
+            r.set_peer_access(device)
+        assert e.value.status_name == "CUMEM_ERROR_NOT_SUPPORTED"
+        assert "has no peer access to set" in e.value.message
+        with pytest.raises(cumem.CumemError):
+            r.peer_access(device)
+    cached.release()
+    managed.release()
+
+
+@pytest.mark.device
 def test_devices_streams_and_events(device):
     p = device.properties()
     assert p["ordinal"] == 0 and isinstance(p["name"], str) and len(p["uuid"]) == 16

@@ -54,8 +54,8 @@ def run(tests):
 # run with. The caching adaptor joins when it gives each capture a private
 # pool (issue 19, the caching adaptor's part): add "caching" here then; until
 # then its cases skip, saying so.
-CAPTURE_SAFE_RESOURCES = ("device", "caching")
-FRAMEWORK_RESOURCES = ("device", "caching")
+CAPTURE_SAFE_RESOURCES = ("device", "caching", "expandable")
+FRAMEWORK_RESOURCES = ("device", "caching", "expandable")
 
 
 def require_capture_safe(kind):

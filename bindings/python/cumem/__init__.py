@@ -661,6 +661,18 @@ class Resource(_Handle):
         from . import _resources
         return _resources.pool_get_access(self, peer)
 
+    def set_peer_access(self, peer, read_write=True):
+        """Grants (or revokes) `peer`'s access to the memory this resource hands
+        out, whatever it is: a pool, a virtual-memory resource, an adaptor over
+        them (an expandable cache also maps its pages so)."""
+        from . import _resources
+        _resources.set_peer_access(self, peer, read_write)
+
+    def peer_access(self, peer):
+        """Whether `peer` can read and write all the memory this resource hands out."""
+        from . import _resources
+        return _resources.get_peer_access(self, peer)
+
     @property
     def pool_native(self):
         """The CUmemoryPool (an int)."""

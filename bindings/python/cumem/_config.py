@@ -44,7 +44,10 @@ def configure(text=None, **settings):
         cumem.configure(kind="caching", expandable=True, limit="40GiB")
         cumem.configure("kind:caching,expandable:true,limit:40GiB")
         cumem.configure()                      # the defaults, whatever the environment says
+        cumem.configure(kind="device")         # the device resource itself
 
+    With no key but limit, libcumem chooses: the expandable cache where the
+    device maps virtual memory, else the device's memory resource.
     kind ("device" or "caching"), expandable (bool, needs kind="caching"),
     page_size (with expandable), limit (bytes at most held), release_threshold
     (a pool of the framework's own with this threshold), managed (bool:

@@ -69,6 +69,8 @@ for _name, _res, _args in [
     ("cumem_resource_pool_trim", _S, [_V, ctypes.c_uint64]),
     ("cumem_resource_pool_set_access", _S, [_V, _V, ctypes.c_uint32]),
     ("cumem_resource_pool_get_access", _S, [_V, _V, ctypes.POINTER(ctypes.c_uint32)]),
+    ("cumem_resource_set_peer_access", _S, [_V, _V, ctypes.c_uint32]),
+    ("cumem_resource_get_peer_access", _S, [_V, _V, ctypes.POINTER(ctypes.c_uint32)]),
     ("cumem_resource_pool_native", _S, [_V, _lib.c_void_pp]),
 ]:
     _lib._declare(_name, _res, *_args)
@@ -212,6 +214,18 @@ def set_pool_attributes(resource, **changes):
 def pool_set_access(resource, peer, read_write):
     d = _device(peer)
     _check(lib.cumem_resource_pool_set_access(resource.handle, d.handle, int(bool(read_write))))
+
+
+def set_peer_access(resource, peer, read_write):
+    d = _device(peer)
+    _check(lib.cumem_resource_set_peer_access(resource.handle, d.handle, int(bool(read_write))))
+
+
+def get_peer_access(resource, peer):
+    d = _device(peer)
+    v = ctypes.c_uint32()
+    _check(lib.cumem_resource_get_peer_access(resource.handle, d.handle, ctypes.byref(v)))
+    return bool(v.value)
 
 
 def pool_get_access(resource, peer):

@@ -705,11 +705,15 @@ void Allocator::enablePeerAccess(c10::DeviceIndex dev, c10::DeviceIndex dev_to_a
   check(cumem_device_get(dev, &a), "cumem_device_get");
   cumem_status_t s = cumem_device_get(dev_to_access, &b);
   if (s == CUMEM_SUCCESS) s = cumem_device_enable_peer_access(a, b);
-  // Pool memory needs the pool's own access granted as well.
-  cumem_resource_properties_t props = CUMEM_RESOURCE_PROPERTIES_INIT;
+  // Memory that is not cuMemAlloc'd needs its own access granted as well:
+  // a pool's (the device's, which the private pools share), an expandable
+  // cache's pages. NOT_SUPPORTED: memory that has no access to set
+  // (cuMemAlloc'd or managed), which the peer reaches as it is.
   cumem_resource_t* r = s == CUMEM_SUCCESS ? resource_of(dev_to_access) : nullptr;
-  if (r && cumem_resource_get_properties(r, &props) == CUMEM_SUCCESS && props.is_pool)
-    s = cumem_resource_pool_set_access(r, a, CUMEM_TRUE);
+  if (r) {
+    s = cumem_resource_set_peer_access(r, a, CUMEM_TRUE);
+    if (s == CUMEM_ERROR_NOT_SUPPORTED) s = CUMEM_SUCCESS;
+  }
   if (b) cumem_device_release(b);
   cumem_device_release(a);
   check(s, "enabling access of device " + std::to_string(dev) + " to device " +

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "../../error.hpp"
+#include "../../log.hpp"
 
 namespace cumem::core::caching {
 namespace {
@@ -58,6 +59,7 @@ void ExpandableSegments::erase_unmapped(Piece* p) {
 ExpandableSegment* ExpandableSegments::add_range(uint64_t bytes, uintptr_t key, uint64_t page) {
   auto segment = std::make_unique<ExpandableSegment>();
   segment->pages = pages_.reserve(bytes, page);
+  for (int peer : peers_) segment->pages->set_access(peer, true);  // nothing mapped yet
   segment->owner = key;
   auto head = std::make_unique<Piece>();
   head->ptr = segment->pages->base();
@@ -202,6 +204,28 @@ uint64_t ExpandableSegments::recycle(uint64_t rounded, uintptr_t key,
     unmapped += bytes;
   }
   return unmapped;
+}
+
+void ExpandableSegments::set_peer_access(int ordinal, bool read_write) {
+  if (peer_access(ordinal) == read_write) return;
+  size_t done = 0;
+  try {
+    for (; done < segments_.size(); ++done) segments_[done]->pages->set_access(ordinal, read_write);
+  } catch (...) {
+    // The ranges done so far as they were: one access for all the cache's memory.
+    for (size_t k = 0; k < done; ++k) {
+      try {
+        segments_[k]->pages->set_access(ordinal, !read_write);
+      } catch (...) {
+        log::swallowed("restoring a range's peer access after a failed change");
+      }
+    }
+    throw;
+  }
+  if (read_write)
+    peers_.insert(ordinal);
+  else
+    peers_.erase(ordinal);
 }
 
 void ExpandableSegments::make_unmapped(Piece* p, uint64_t lo, uint64_t hi) {

@@ -87,6 +87,11 @@ class ExpandableSegments : public Segments {
   uint64_t recycle(uint64_t rounded, uintptr_t key,
                    std::vector<std::pair<char*, uint64_t>>* spans = nullptr);
 
+  // Grants (read_write) or revokes device `ordinal`'s access to every
+  // range's pages, now and in ranges reserved later; all or nothing.
+  void set_peer_access(int ordinal, bool read_write);
+  bool peer_access(int ordinal) const { return peers_.count(ordinal) != 0; }
+
   uint64_t mapped_bytes() const { return mapped_; }  // pages mapped now
   uint64_t pages_mapped() const { return pages_mapped_; }    // ever, of either size
   uint64_t pages_unmapped() const { return pages_unmapped_; }  // ever, of either size
@@ -137,6 +142,7 @@ class ExpandableSegments : public Segments {
   std::set<std::tuple<uintptr_t, uint64_t, char*, Piece*>> unmapped_;
   uint64_t mapped_ = 0;
   uint64_t pages_mapped_ = 0, pages_unmapped_ = 0;
+  std::set<int> peers_;  // devices given access (set_peer_access)
 };
 
 }  // namespace cumem::core::caching

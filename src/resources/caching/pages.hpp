@@ -29,6 +29,10 @@ class PageRange {
   // Unmaps [offset, offset + bytes) (whole pages, mapped) at once: the
   // caller ordered it after the work that used the memory.
   virtual void unmap(uint64_t offset, uint64_t bytes) = 0;
+  // Grants (read_write) or revokes device `ordinal`'s read-write access to
+  // every page mapped now and later (the range's own device keeps its
+  // own); all or nothing.
+  virtual void set_access(int ordinal, bool read_write) = 0;
 };
 
 class PageSource {

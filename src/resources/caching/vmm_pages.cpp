@@ -21,6 +21,10 @@ class VmmRange final : public PageRange {
   void unmap(uint64_t offset, uint64_t bytes) override {
     range_->unmap(static_cast<size_t>(offset), static_cast<size_t>(bytes));
   }
+  void set_access(int ordinal, bool read_write) override {
+    range_->set_access(Location{LocationType::device, ordinal},
+                       read_write ? vmm::Access::read_write : vmm::Access::none);
+  }
 
  private:
   std::unique_ptr<vmm::Range> range_;

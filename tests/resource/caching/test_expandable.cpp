@@ -23,6 +23,7 @@ constexpr uint64_t MiB = uint64_t{1} << 20;
 struct Calls {
   std::vector<std::string> log;
   bool refuse_next_map = false;
+  int refuse_access_of_range = 0;  // the range (number) whose next set_access fails
   std::string take() {
     std::string out;
     for (const std::string& c : log) out += (out.empty() ? "" : ", ") + c;
@@ -65,6 +66,14 @@ class RecordingRange final : public PageRange {
     }
     calls_.log.push_back("map R" + std::to_string(number_) + " " + std::to_string(offset / MiB) +
                          "+" + std::to_string(bytes / MiB));
+  }
+  void set_access(int ordinal, bool read_write) override {
+    if (calls_.refuse_access_of_range == number_) {
+      calls_.refuse_access_of_range = 0;
+      fail(Status::driver, "the recording source refused the access");
+    }
+    calls_.log.push_back("access R" + std::to_string(number_) + " dev" + std::to_string(ordinal) +
+                         (read_write ? " rw" : " none"));
   }
   void unmap(uint64_t offset, uint64_t bytes) override {
     check(offset, bytes);
@@ -288,6 +297,30 @@ TEST_F(Expandable, AHoleLeftByATrimIsMappedAgainAtTheLowestAddress) {
   segments.put_back(b, 1);
 }
 
+TEST_F(Expandable, NewPagesGoWhereTheyMapTheFewestBytes) {
+  void* x0 = allocate(20 * MiB);
+  void* x1 = allocate(20 * MiB);
+  void* x2 = allocate(20 * MiB);
+  void* x3 = allocate(30 * MiB);  // [60, 90), and [90, 100) free
+  EXPECT_EQ(calls.take(), "reserve R1 1000, map R1 0+20, map R1 20+20, map R1 40+20, map R1 60+40");
+  segments.put_back(x1, 1);
+  segments.put_back(x2, 1);
+  segments.forget_streams({});
+  uint64_t cached = segments.free_bytes();
+  segments.unmap_free(10 * MiB, cached);  // the 40 MiB between x0 and x3 go
+  EXPECT_EQ(calls.take(), "unmap R1 20+40");
+  // 25 MiB: the hole at 20 would map two pages; after x3, the free 10 MiB
+  // and one new page hold it. (The lowest spot alone, as PyTorch's
+  // expandable segments choose, took the hole.)
+  EXPECT_EQ(allocate(25 * MiB), at(1, 90));
+  EXPECT_EQ(calls.take(), "map R1 100+20");
+  // Equal costs: the lowest address.
+  EXPECT_EQ(allocate(40 * MiB), at(1, 20));
+  EXPECT_EQ(calls.take(), "map R1 20+40");
+  (void)x0;
+  (void)x3;
+}
+
 TEST_F(Expandable, AHoleBetweenFreePiecesJoinsThemBoth) {
   void* a = allocate(30 * MiB);  // 0..30
   void* b = allocate(50 * MiB);  // 30..80
@@ -395,6 +428,43 @@ TEST_F(TwoPageSizes, FragmentsOfSmallPagesAreRecycledForALargeBlock) {
   EXPECT_EQ(segments.pages_unmapped(), 5u);
   (void)x;
   (void)z;
+}
+
+TEST_F(TwoPageSizes, PeerAccessCoversEveryRangeAndTheRangesReservedLater) {
+  allocate(30 * MiB);      // R1, 8 MiB pages
+  allocate(12 * MiB);      // R2, 2 MiB pages
+  calls.take();
+  EXPECT_FALSE(segments.peer_access(1));
+  segments.set_peer_access(1, true);
+  EXPECT_EQ(calls.take(), "access R1 dev1 rw, access R2 dev1 rw");
+  EXPECT_TRUE(segments.peer_access(1));
+  segments.set_peer_access(1, true);
+  EXPECT_EQ(calls.take(), "") << "already granted: no driver call";
+  // A range reserved later has it before its first page is mapped.
+  allocate(4 * MiB, 2);
+  EXPECT_EQ(calls.take(), "reserve R3 1000/2, access R3 dev1 rw, map R3 0+4");
+  segments.set_peer_access(1, false);
+  EXPECT_EQ(calls.take(), "access R1 dev1 none, access R2 dev1 none, access R3 dev1 none");
+  EXPECT_FALSE(segments.peer_access(1));
+  allocate(4 * MiB, 3);
+  EXPECT_EQ(calls.take(), "reserve R4 1000/2, map R4 0+4") << "revoked: not given to new ranges";
+}
+
+TEST_F(TwoPageSizes, APeerAccessThatFailsOnOneRangeChangesNone) {
+  allocate(30 * MiB);
+  allocate(12 * MiB);
+  calls.take();
+  calls.refuse_access_of_range = 2;
+  try {
+    segments.set_peer_access(1, true);
+    ADD_FAILURE() << "the refusal was not passed on";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::driver);
+  }
+  EXPECT_EQ(calls.take(), "access R1 dev1 rw, access R1 dev1 none") << "R1 given back its access";
+  EXPECT_FALSE(segments.peer_access(1));
+  allocate(4 * MiB, 2);
+  EXPECT_EQ(calls.take(), "reserve R3 1000/2, map R3 0+4");
 }
 
 TEST_F(Expandable, ARangeWithBlocksInUseOutlivesTheSegments) {

@@ -14,6 +14,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "fake_vmm.hpp"
@@ -367,3 +368,100 @@ TEST_F(ExpandableCache, ThreadsOnStreamsOfTheirOwnNeverShareABlock) {
 }
 
 }  // namespace
+
+// Peer access through the generic call (what PyTorch's enablePeerAccess
+// asks of the extension): an expandable cache over a virtual-memory
+// resource (PeerAccessible, as the device's pool is on a GPU) grants the
+// peer its pages, present and in ranges reserved later, and its upstream's
+// small blocks; revoking takes both back. Over the host-memory upstream of
+// the fixture it is refused, naming that upstream.
+TEST_F(ExpandableCache, PeerAccessCoversThePagesAndTheUpstreamsSmallBlocks) {
+  cumem_device_t* peer = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_get(1, &peer));
+  CUMEM_EXPECT_ERROR(cumem_resource_set_peer_access(cache, peer, CUMEM_TRUE),
+                     CUMEM_ERROR_NOT_SUPPORTED, "has no peer access to set");
+
+  cumem_resource_t* vmm = nullptr;
+  CUMEM_ASSERT_OK(cumem_virtual_resource_create(device, nullptr, &vmm));
+  cumem_caching_resource_options_t o = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+  o.expandable = CUMEM_TRUE;
+  o.page_size = 20 * MiB;
+  cumem_resource_t* over_vmm = nullptr;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create_with_options(vmm, &o, &over_vmm));
+  auto alloc = [&](size_t size, cumem_stream_t* on) {
+    void* p = nullptr;
+    EXPECT_EQ(cumem_resource_allocate_raw(over_vmm, size, on, &p), CUMEM_SUCCESS)
+        << cumem_last_error_message();
+    return p;
+  };
+  void* large = alloc(30 * MiB, stream);
+  void* small = alloc(4 * KiB, stream);
+  EXPECT_EQ(fake.access_of(large, 1), CU_MEM_ACCESS_FLAGS_PROT_NONE);
+  EXPECT_EQ(fake.access_of(small, 1), CU_MEM_ACCESS_FLAGS_PROT_NONE);
+  cumem_bool_t rw = CUMEM_TRUE;
+  CUMEM_ASSERT_OK(cumem_resource_get_peer_access(over_vmm, peer, &rw));
+  EXPECT_EQ(rw, CUMEM_FALSE);
+
+  CUMEM_ASSERT_OK(cumem_resource_set_peer_access(over_vmm, peer, CUMEM_TRUE));
+  EXPECT_EQ(fake.access_of(large, 1), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  EXPECT_EQ(fake.access_of(static_cast<char*>(large) + 39 * MiB, 1),
+            CU_MEM_ACCESS_FLAGS_PROT_READWRITE) << "the whole second page";
+  EXPECT_EQ(fake.access_of(small, 1), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  CUMEM_ASSERT_OK(cumem_resource_get_peer_access(over_vmm, peer, &rw));
+  EXPECT_EQ(rw, CUMEM_TRUE);
+  CUMEM_ASSERT_OK(cumem_resource_get_peer_access(over_vmm, device, &rw));
+  EXPECT_EQ(rw, CUMEM_TRUE) << "the cache's own device";
+  // Later pages: more of the range, and another stream's new range.
+  void* more = alloc(50 * MiB, stream);
+  cumem_stream_t* other = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &other));
+  void* elsewhere = alloc(30 * MiB, other);
+  void* small2 = alloc(64 * KiB, other);
+  for (void* p : {more, elsewhere, small2})
+    EXPECT_EQ(fake.access_of(p, 1), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+
+  CUMEM_EXPECT_ERROR(cumem_resource_set_peer_access(over_vmm, device, CUMEM_FALSE),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "cannot revoke");
+  CUMEM_ASSERT_OK(cumem_resource_set_peer_access(over_vmm, peer, CUMEM_FALSE));
+  for (void* p : {large, more, elsewhere, small, small2})
+    EXPECT_EQ(fake.access_of(p, 1), CU_MEM_ACCESS_FLAGS_PROT_NONE);
+  EXPECT_EQ(fake.access_of(large, 0), CU_MEM_ACCESS_FLAGS_PROT_READWRITE) << "its own device keeps it";
+
+  for (auto [p, n, s] : {std::tuple{large, 30 * MiB, stream}, {more, 50 * MiB, stream},
+                         {elsewhere, 30 * MiB, other}, {small, 4 * KiB, stream},
+                         {small2, 64 * KiB, other}})
+    EXPECT_EQ(cumem_resource_deallocate_raw(over_vmm, p, n, s), CUMEM_SUCCESS);
+  cumem_resource_release(over_vmm);
+  cumem_resource_release(vmm);
+  cumem_stream_release(other);
+  cumem_device_release(peer);
+}
+
+// With nothing configured, the framework entry points (PyTorch's and
+// CuPy's) allocate from the expandable cache over the device's memory
+// resource, here a virtual-memory resource (the fake has no pools): a
+// large block maps pages, a small one comes from that resource.
+TEST_F(ExpandableCache, TheFrameworkDefaultIsTheExpandableCacheOverTheDevicesMemory) {
+  cumem_resource_t* vmm = nullptr;
+  CUMEM_ASSERT_OK(cumem_virtual_resource_create(device, nullptr, &vmm));
+  CUMEM_ASSERT_OK(cumem_device_set_memory_resource(device, vmm));
+  cumem_resource_t* r = nullptr;
+  CUMEM_ASSERT_OK(cumem_framework_get_resource(0, &r));
+  cumem_resource_properties_t p = CUMEM_RESOURCE_PROPERTIES_INIT;
+  CUMEM_ASSERT_OK(cumem_resource_get_properties(r, &p));
+  EXPECT_EQ(p.kind, CUMEM_RESOURCE_CACHING);
+  void* large = cumem_torch_alloc(30 * MiB, 0, nullptr);
+  ASSERT_NE(large, nullptr) << cumem_last_error_message();
+  EXPECT_GE(caching_of(r).pages_mapped, 1u) << "a large block maps pages";
+  EXPECT_EQ(statistics_of(vmm).live_allocations, 0u) << "not from the upstream";
+  void* small = cumem_torch_alloc(4 * KiB, 0, nullptr);
+  ASSERT_NE(small, nullptr) << cumem_last_error_message();
+  EXPECT_EQ(statistics_of(vmm).live_allocations, 1u) << "the small block is the upstream's";
+  cumem_torch_free(large, 30 * MiB, 0, nullptr);
+  cumem_torch_free(small, 4 * KiB, 0, nullptr);
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(r, 0));
+  cumem_resource_release(r);
+  CUMEM_ASSERT_OK(cumem_device_set_memory_resource(device, nullptr));
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
+  cumem_resource_release(vmm);
+}

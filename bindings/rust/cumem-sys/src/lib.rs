@@ -1956,6 +1956,16 @@ loader::functions! {
         peer: *const cumem_device_t,
         out_read_write: *mut cumem_bool_t,
     ) -> cumem_status_t;
+    pub fn cumem_resource_set_peer_access(
+        resource: *mut cumem_resource_t,
+        peer: *const cumem_device_t,
+        read_write: cumem_bool_t,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_get_peer_access(
+        resource: *const cumem_resource_t,
+        peer: *const cumem_device_t,
+        out_read_write: *mut cumem_bool_t,
+    ) -> cumem_status_t;
     pub fn cumem_program_code(
         program: *const cumem_program_t,
         out_code: *mut *const c_void,
