@@ -457,10 +457,24 @@ TEST_F(BatchGpu, TheDevicesMemoryResourceIsItsDefaultPool) {
   cumem_resource_t* owner = nullptr;
   CUMEM_ASSERT_OK(cumem_buffer_resource(b, &owner));
   EXPECT_EQ(owner, mr);
+  // The framework entry points use the expandable cache over it by default
+  // (kind:device: the resource itself).
   cumem_resource_t* framework = nullptr;
   CUMEM_ASSERT_OK(cumem_framework_get_resource(0, &framework));
-  EXPECT_EQ(framework, mr) << "the framework entry points use it by default";
-  for (cumem_resource_t* r : {owner, framework, mr}) cumem_resource_release(r);
+  CUMEM_ASSERT_OK(cumem_resource_get_properties(framework, &p));
+  EXPECT_EQ(p.kind, CUMEM_RESOURCE_CACHING);
+  void* large = cumem_torch_alloc(32 << 20, 0, nullptr);
+  ASSERT_NE(large, nullptr) << cumem_last_error_message();
+  cumem_caching_statistics_t cs = CUMEM_CACHING_STATISTICS_INIT;
+  CUMEM_ASSERT_OK(cumem_caching_resource_get_statistics(framework, &cs));
+  EXPECT_GE(cs.pages_mapped, 1u) << "a large block maps pages";
+  cumem_torch_free(large, 32 << 20, 0, nullptr);
+  CUMEM_ASSERT_OK(cumem_framework_configure("kind:device"));
+  cumem_resource_t* device_kind = nullptr;
+  CUMEM_ASSERT_OK(cumem_framework_get_resource(0, &device_kind));
+  EXPECT_EQ(device_kind, mr);
+  CUMEM_ASSERT_OK(cumem_framework_configure(""));
+  for (cumem_resource_t* r : {owner, framework, device_kind, mr}) cumem_resource_release(r);
 }
 
 struct Retry {

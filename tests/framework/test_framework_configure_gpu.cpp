@@ -45,8 +45,14 @@ TEST_F(FrameworkConfigureGpu, AReleaseThresholdIsAPoolOfTheFrameworksOwn) {
   cumem_torch_free(p, 8 << 20, 0, nullptr);
   EXPECT_EQ(statistics_of(r).bytes_in_use, 0u);
   cumem_resource_t* d = framework_resource();
-  EXPECT_EQ(d, memory);
-  for (cumem_resource_t* x : {r, memory, d}) cumem_resource_release(x);
+  EXPECT_EQ(properties(d).kind, CUMEM_RESOURCE_CACHING) << "the defaults: the expandable cache";
+  cumem_caching_statistics_t cs = CUMEM_CACHING_STATISTICS_INIT;
+  EXPECT_EQ(cumem_caching_resource_get_statistics(d, &cs), CUMEM_SUCCESS);
+  CUMEM_ASSERT_OK(cumem_framework_configure("kind:device"));
+  cumem_resource_t* e = framework_resource();
+  EXPECT_EQ(e, memory) << "kind:device: the device's memory resource itself";
+  CUMEM_ASSERT_OK(cumem_framework_configure(""));
+  for (cumem_resource_t* x : {r, memory, d, e}) cumem_resource_release(x);
 }
 
 TEST_F(FrameworkConfigureGpu, ExpandableCacheUnderALimit) {

@@ -63,8 +63,15 @@ def test_the_framework_resource_follows_the_configuration(device):
         c.caching_statistics()  # a caching adaptor answers it
         cumem.configure(managed=True)
         assert cumem.framework_resource(0).properties()["kind"] == MANAGED
-        cumem.configure()
+        cumem.configure(kind="device")
         assert cumem.framework_resource(0).handle == device.memory_resource.handle
+        cumem.configure()  # the defaults: the expandable cache where the device maps virtual memory
+        d = cumem.framework_resource(0)
+        assert d.properties()["kind"] in (CACHING, device.memory_resource.properties()["kind"])
+        if d.properties()["kind"] == CACHING:
+            d.caching_statistics()
+        else:
+            assert d.handle == device.memory_resource.handle  # a device without VMM: the fake
     finally:
         cumem.configure()
 

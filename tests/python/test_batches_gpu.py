@@ -62,7 +62,12 @@ def test_device_memory_resource():
     default = device.memory_resource
     assert default.properties()["kind"] == 2  # CUMEM_RESOURCE_DEVICE
     assert default.handle == device.memory_resource.handle
-    assert cumem.framework_resource(0).handle == default.handle
+    # The framework's default: the expandable cache over it (the H200 maps
+    # virtual memory); over pinned memory, which it cannot map, the memory
+    # resource itself.
+    framework = cumem.framework_resource(0)
+    assert framework.properties()["kind"] == 9  # CUMEM_RESOURCE_CACHING
+    assert "pages_mapped" in framework.caching_statistics()
     pinned = cumem.Resource.legacy_pinned(device)
     device.memory_resource = pinned
     b = device.allocate(1000)
