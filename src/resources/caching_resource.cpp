@@ -255,19 +255,19 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
       fail(Status::invalid_argument, "cannot revoke " + peer.describe() + "'s access to " +
                                          describe() + ", whose pages are its memory");
     }
-    if (read_write && !peer.can_access_peer(*device_))
-      fail(Status::not_supported, peer.describe() + " cannot access the memory of " +
-                                      device_->describe() + " (no peer path)");
-    std::lock_guard<std::mutex> lock(central_.mutex);
-    const bool before = expandable_->peer_access(peer.ordinal());
-    expandable_->set_peer_access(peer.ordinal(), read_write);
+    // The upstream first, outside the central lock: it refuses a peer with
+    // no path to the device, or memory with no access to set, before any
+    // range changes.
+    const bool upstream_before = Adaptor::peer_access(peer);
+    Adaptor::set_peer_access(peer, read_write);
     try {
-      Adaptor::set_peer_access(peer, read_write);
+      std::lock_guard<std::mutex> lock(central_.mutex);
+      expandable_->set_peer_access(peer.ordinal(), read_write);  // all ranges or none
     } catch (...) {
       try {
-        expandable_->set_peer_access(peer.ordinal(), before);
+        Adaptor::set_peer_access(peer, upstream_before);
       } catch (...) {
-        log::swallowed("restoring the expandable cache's peer access after a failed change");
+        log::swallowed("restoring the upstream's peer access after a failed change");
       }
       throw;
     }

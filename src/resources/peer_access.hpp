@@ -30,14 +30,23 @@ class PeerAccessible {
   ~PeerAccessible() = default;
 };
 
-// The capability of `resource`, or not_supported naming it (memory whose
+// not_supported naming a resource without the capability (memory whose
 // access cannot be changed: host memory, managed memory, a callback's).
-inline PeerAccessible& peer_accessible(const Resource& resource) {
-  if (auto* p = dynamic_cast<PeerAccessible*>(const_cast<Resource*>(&resource))) return *p;
+[[noreturn]] inline void no_peer_access(const Resource& resource) {
   fail(Status::not_supported, resource.describe() +
                                   " has no peer access to set: its memory is reachable as it is "
                                   "or not at all (peer access applies to device pools, "
                                   "virtual-memory resources and adaptors over them)");
+}
+
+// The capability of `resource`, or no_peer_access().
+inline PeerAccessible& peer_accessible(Resource& resource) {
+  if (auto* p = dynamic_cast<PeerAccessible*>(&resource)) return *p;
+  no_peer_access(resource);
+}
+inline const PeerAccessible& peer_accessible(const Resource& resource) {
+  if (auto* p = dynamic_cast<const PeerAccessible*>(&resource)) return *p;
+  no_peer_access(resource);
 }
 
 }  // namespace cumem::core

@@ -378,8 +378,13 @@ TEST_F(ExpandableCache, ThreadsOnStreamsOfTheirOwnNeverShareABlock) {
 TEST_F(ExpandableCache, PeerAccessCoversThePagesAndTheUpstreamsSmallBlocks) {
   cumem_device_t* peer = nullptr;
   CUMEM_ASSERT_OK(cumem_device_get(1, &peer));
+  void* refused = allocate(30 * MiB);  // pages of the fixture's cache over host memory
+  const uint64_t access_calls = fake.counts().set_access;
   CUMEM_EXPECT_ERROR(cumem_resource_set_peer_access(cache, peer, CUMEM_TRUE),
                      CUMEM_ERROR_NOT_SUPPORTED, "has no peer access to set");
+  EXPECT_EQ(fake.counts().set_access, access_calls) << "refused before any range changed";
+  EXPECT_EQ(fake.access_of(refused, 1), CU_MEM_ACCESS_FLAGS_PROT_NONE);
+  free(refused, 30 * MiB);
 
   cumem_resource_t* vmm = nullptr;
   CUMEM_ASSERT_OK(cumem_virtual_resource_create(device, nullptr, &vmm));
