@@ -1432,8 +1432,11 @@ CUMEM_API cumem_status_t cumem_resource_pool_get_access(
  *  its ranges, now and later, with that access). What a framework calls
  *  when it enables peer access between devices (PyTorch's
  *  enablePeerAccess): memory that is not cuMemAlloc'd is not reached by
- *  cumem_device_enable_peer_access alone. All or nothing.
- *  CUMEM_ERROR_INVALID_ARGUMENT: revoking the resource's own device.
+ *  cumem_device_enable_peer_access alone. All or nothing. Thread-safe:
+ *  allocations and frees may run meanwhile (the memory they hand out then
+ *  has the old access or the new).
+ *  CUMEM_ERROR_INVALID_ARGUMENT: revoking the resource's own device; a NULL
+ *  or released resource or peer.
  *  CUMEM_ERROR_NOT_SUPPORTED: the devices cannot access each other, or the
  *  resource's memory has no access to set (host, managed or callback
  *  memory; the message names the resource). */
@@ -1442,7 +1445,8 @@ CUMEM_API cumem_status_t cumem_resource_set_peer_access(cumem_resource_t* resour
                                                         cumem_bool_t read_write);
 /** *out_read_write = whether `peer` can read and write all the memory
  *  `resource` hands out (true for the resource's own device). Errors as
- *  cumem_resource_set_peer_access. */
+ *  cumem_resource_set_peer_access, and CUMEM_ERROR_INVALID_ARGUMENT for a
+ *  NULL out_read_write. Thread-safe. */
 CUMEM_API cumem_status_t cumem_resource_get_peer_access(const cumem_resource_t* resource,
                                                         const cumem_device_t* peer,
                                                         cumem_bool_t* out_read_write);

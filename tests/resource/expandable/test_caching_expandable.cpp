@@ -404,6 +404,12 @@ TEST_F(ExpandableCache, PeerAccessCoversThePagesAndTheUpstreamsSmallBlocks) {
   EXPECT_EQ(fake.access_of(large, 1), CU_MEM_ACCESS_FLAGS_PROT_NONE);
   EXPECT_EQ(fake.access_of(small, 1), CU_MEM_ACCESS_FLAGS_PROT_NONE);
   cumem_bool_t rw = CUMEM_TRUE;
+  CUMEM_EXPECT_ERROR(cumem_resource_get_peer_access(over_vmm, peer, nullptr),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "out_read_write");
+  CUMEM_EXPECT_ERROR(cumem_resource_set_peer_access(over_vmm, nullptr, CUMEM_TRUE),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "peer");
+  CUMEM_EXPECT_ERROR(cumem_resource_set_peer_access(nullptr, peer, CUMEM_TRUE),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "resource");
   CUMEM_ASSERT_OK(cumem_resource_get_peer_access(over_vmm, peer, &rw));
   EXPECT_EQ(rw, CUMEM_FALSE);
 
