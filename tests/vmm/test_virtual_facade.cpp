@@ -47,6 +47,12 @@ TEST_F(VirtualFacade, AllocatesResizesAndShares) {
   r.virtual_set_access(peer, CUMEM_ACCESS_READ);
   EXPECT_EQ(r.virtual_get_access(peer), CUMEM_ACCESS_READ);
   EXPECT_EQ(fake.access_of(b.ptr(), 1), CU_MEM_ACCESS_FLAGS_PROT_READ);
+  // The same through the call for any resource: read-write, or none.
+  EXPECT_FALSE(r.peer_access(peer)) << "read-only is not read-write";
+  r.set_peer_access(peer, true);
+  EXPECT_TRUE(r.peer_access(peer));
+  EXPECT_EQ(fake.access_of(b.ptr(), 1), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  r.virtual_set_access(peer, CUMEM_ACCESS_READ);
   EXPECT_CUMEM_THROW(b.resize(0, s), CUMEM_ERROR_INVALID_ARGUMENT, "close it instead");
 
   cumem::VirtualIpcHandle h = b.get_virtual_ipc_handle();
