@@ -227,7 +227,7 @@ CUMEM_STRUCT_FIELDS(cumem_resource_callbacks_t, "CUMEM_RESOURCE_CALLBACKS_INIT",
   own(struct_size) own(reserved0) copied(bytes_cached) copied(bytes_reserved)          \
   copied(peak_bytes_reserved) copied(hits) copied(misses) copied(stream_reuses)        \
   copied(oom_retries) copied(pages_mapped) copied(pages_unmapped) copied(capture_pools) \
-  copied(capture_pool_bytes)
+  copied(capture_pool_bytes) copied(recycles) copied(recycle_waits)
 CUMEM_OUT_STRUCT(cumem_caching_statistics_t, "CUMEM_CACHING_STATISTICS_INIT",
                  CUMEM_CACHING_STATISTICS_FIELDS)
 

@@ -115,6 +115,19 @@ bool Stream::wait_for_marker(CUstream later) const {
   return CUMEM_CU_QUIET(cuStreamWaitEvent, (later, m.event, 0)) == CUDA_SUCCESS;
 }
 
+bool Stream::marker_done() const noexcept {
+  if (!marker_) return false;
+  FreeMarker& m = *marker_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  if (!m.recorded || m.dirty) return false;
+  try {
+    ScopedContext scope(*device_);
+    return CUMEM_CU_QUIET(cuEventQuery, (m.event)) == CUDA_SUCCESS;
+  } catch (...) {
+    return false;
+  }
+}
+
 uint64_t Stream::epoch() noexcept { return epoch_counter.load(std::memory_order_acquire); }
 
 Ref<Stream> Stream::owner_of(CUstream native) {

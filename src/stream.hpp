@@ -66,6 +66,11 @@ class Stream : public Object {
   // could not record) or the wait failed: the caller then waits for the
   // device.
   bool wait_for_marker(CUstream later) const;
+  // Whether the work of every free on this foreign stream so far is done
+  // (its free marker's last record has completed and covers every free),
+  // without touching the stream. False when not, or when the driver cannot
+  // say.
+  bool marker_done() const noexcept;
 
   // The live stream libcumem created for `native`, with a reference for
   // the caller; null when libcumem did not create it (or it is gone).

@@ -1150,9 +1150,15 @@ typedef struct cumem_caching_statistics_t {
    *  they hold (counted in bytes_reserved too). Since 1.1. */
   uint64_t capture_pools;
   uint64_t capture_pool_bytes;
+  /** Expandable caches: the times free fragments' whole pages were
+   *  unmapped before new pages were mapped (so that the cache holds no more
+   *  than it did), and of those the times the device was waited for first
+   *  (fragments whose last work was not known done). Since 1.1. */
+  uint64_t recycles;
+  uint64_t recycle_waits;
 } cumem_caching_statistics_t;
 #define CUMEM_CACHING_STATISTICS_INIT \
-  { (uint32_t)sizeof(cumem_caching_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+  { (uint32_t)sizeof(cumem_caching_statistics_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
 
 /** CUMEM_ERROR_NOT_SUPPORTED: the resource is not a caching adaptor. */
 CUMEM_API cumem_status_t cumem_caching_resource_get_statistics(

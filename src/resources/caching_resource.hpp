@@ -21,6 +21,8 @@ struct CachingStatistics {
   uint64_t pages_unmapped = 0;  // expandable: pages ever unmapped
   uint64_t capture_pools = 0;   // private pools of CUDA graph captures
   uint64_t capture_pool_bytes = 0;  // upstream memory they hold (in bytes_reserved too)
+  uint64_t recycles = 0;       // expandable: fragments' pages unmapped before mapping new ones
+  uint64_t recycle_waits = 0;  // expandable: of those, after a wait for the device
 };
 
 struct CachingOptions {

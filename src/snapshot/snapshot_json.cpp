@@ -103,6 +103,8 @@ void write_resource(Json& j, const ResourceEntry& e, bool with_totals) {
         .field("oom_retries", c.oom_retries)
         .field("pages_mapped", c.pages_mapped)
         .field("pages_unmapped", c.pages_unmapped)
+        .field("recycles", c.recycles)
+        .field("recycle_waits", c.recycle_waits)
         .end_object();
   }
   if (e.pool) {

@@ -123,7 +123,9 @@ std::string memory_summary() {
              ", stream reuses " + std::to_string(c.stream_reuses) + ", out-of-memory retries " +
              std::to_string(c.oom_retries);
       if (c.pages_mapped) out += ", pages mapped " + std::to_string(c.pages_mapped) +
-                                 ", unmapped " + std::to_string(c.pages_unmapped);
+                                 ", unmapped " + std::to_string(c.pages_unmapped) +
+                                 ", recycles " + std::to_string(c.recycles) + " (" +
+                                 std::to_string(c.recycle_waits) + " after a wait)";
       out += "\n";
     }
     if (e.pool) {

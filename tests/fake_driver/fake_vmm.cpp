@@ -827,6 +827,14 @@ FAKE_CUDA_EXPORT void fake_vmm_stream_finish(CUstream stream) {
   st.completed = st.submitted;
 }
 
+FAKE_CUDA_EXPORT void fake_vmm_stream_finish_behind(CUstream stream, uint64_t behind) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  StreamState& st = s.streams[stream];
+  if (st.submitted > behind && st.submitted - behind > st.completed)
+    st.completed = st.submitted - behind;
+}
+
 FAKE_CUDA_EXPORT int fake_vmm_access(const void* address, int device) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);

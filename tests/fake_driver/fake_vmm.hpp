@@ -47,6 +47,7 @@ class FakeVmm {
     find(memory_, "fake_vmm_set_memory");
     find(busy_, "fake_vmm_stream_busy");
     find(finish_, "fake_vmm_stream_finish");
+    find(finish_behind_, "fake_vmm_stream_finish_behind");
     find(attribute_, "fake_cuda_set_attribute");
     find(access_of_, "fake_vmm_access");
     find(chunk_prop_, "fake_vmm_chunk_prop");
@@ -61,7 +62,7 @@ class FakeVmm {
   std::string missing() const {
     if (!library_) return "CUMEM_LIBCUDA does not name a loadable fake driver";
     if (!counts_ || !log_ || !reset_ || !fail_ || !granularity_ || !refuse_hints_ ||
-        !allow_fabric_ || !memory_ || !busy_ || !finish_ || !attribute_ || !access_of_ ||
+        !allow_fabric_ || !memory_ || !busy_ || !finish_ || !finish_behind_ || !attribute_ || !access_of_ ||
         !chunk_prop_)
       return "the library named by CUMEM_LIBCUDA is not the VMM fake (fake_cuda_vmm)";
     return "";
@@ -95,6 +96,11 @@ class FakeVmm {
   // until finish_stream (or a synchronisation) completes it.
   void busy_stream(CUstream stream) const { busy_(stream); }
   void finish_stream(CUstream stream) const { finish_(stream); }
+  // Completes the work of `stream` but its last `behind` busy_stream calls
+  // (a GPU that lags that far behind the host).
+  void finish_stream_behind(CUstream stream, uint64_t behind) const {
+    finish_behind_(stream, behind);
+  }
   // Overrides a device attribute (-1: the driver does not know it;
   // -2: back to the fake's own value).
   void set_attribute(int attribute, int value) const { attribute_(attribute, value); }
@@ -123,6 +129,7 @@ class FakeVmm {
   void (*memory_)(uint64_t) = nullptr;
   void (*busy_)(CUstream) = nullptr;
   void (*finish_)(CUstream) = nullptr;
+  void (*finish_behind_)(CUstream, uint64_t) = nullptr;
   void (*attribute_)(int, int) = nullptr;
   int (*access_of_)(const void*, int) = nullptr;
   int (*chunk_prop_)(const void*, int*, int*) = nullptr;

@@ -180,7 +180,7 @@ class CachingOptionsHost(unittest.TestCase):
         self.assertEqual(ctypes.sizeof(_lib.CachingResourceOptions), 24)
         self.assertEqual(_lib.CachingResourceOptions.page_size.offset, 8)
         self.assertEqual(_lib.CachingResourceOptions.libcumem_captures_only.offset, 16)
-        self.assertEqual(ctypes.sizeof(_lib.CachingStatistics), 96)
+        self.assertEqual(ctypes.sizeof(_lib.CachingStatistics), 112)
         host = cumem.Resource.host()
         c = cumem.Resource.caching(host)
         self.assertEqual(c.caching_statistics()["pages_mapped"], 0)

@@ -66,7 +66,7 @@ class CachingStatistics(ctypes.Structure):
         (n, ctypes.c_uint64) for n in ("bytes_cached", "bytes_reserved", "peak_bytes_reserved",
                                        "hits", "misses", "stream_reuses", "oom_retries",
                                        "pages_mapped", "pages_unmapped", "capture_pools",
-                                       "capture_pool_bytes")]
+                                       "capture_pool_bytes", "recycles", "recycle_waits")]
 
 
 class CachingResourceOptions(ctypes.Structure):

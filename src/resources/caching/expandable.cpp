@@ -121,6 +121,7 @@ Grown ExpandableSegments::grow(uint64_t rounded, uintptr_t key) {
   }
   u->mapped = true;
   u->key = key;
+  u->freed_at = 0;  // new pages: no work yet
   Piece* p = u;
   if (s.before) {
     erase_free(s.before);
@@ -188,7 +189,8 @@ uint64_t ExpandableSegments::fragment_bytes(uint64_t rounded, uintptr_t key) con
 }
 
 uint64_t ExpandableSegments::recycle(uint64_t rounded, uintptr_t key,
-                                     std::vector<std::pair<char*, uint64_t>>* spans_out) {
+                                     std::vector<std::pair<char*, uint64_t>>* spans_out,
+                                     const std::function<bool(const Piece&)>& done) {
   const Spot spot = find_spot(rounded, key);
   uint64_t left = bytes_to_map(spot, rounded), unmapped = 0;
   const std::vector<Span> spans = whole_pages(rounded);
@@ -196,6 +198,7 @@ uint64_t ExpandableSegments::recycle(uint64_t rounded, uintptr_t key,
   for (const Span& s : spans) {
     if (left == 0) break;
     if (next_to(spot, s)) continue;
+    if (done && !done(*s.piece)) continue;
     // Whole pages of the fragment's range (larger ones than the spot's
     // may unmap more than it needs).
     const uint64_t bytes = std::min(round_up(left, page_of(s.piece)), s.bytes);

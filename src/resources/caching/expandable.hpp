@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <tuple>
@@ -83,9 +84,13 @@ class ExpandableSegments : public Segments {
   // more than grow() maps) and returns the bytes unmapped,
   // so that grow() then maps no more physical memory than the cache held.
   // Only after a wait for the device (the fragments' work is done).
+  // `done`, when given, says which fragments recycle() may unmap (those
+  // whose work is done: recycle_markers.hpp); the others stay. Without it,
+  // every fragment (after a wait for the device).
   uint64_t fragment_bytes(uint64_t rounded, uintptr_t key) const;
   uint64_t recycle(uint64_t rounded, uintptr_t key,
-                   std::vector<std::pair<char*, uint64_t>>* spans = nullptr);
+                   std::vector<std::pair<char*, uint64_t>>* spans = nullptr,
+                   const std::function<bool(const Piece&)>& done = nullptr);
 
   // Grants (read_write) or revokes device `ordinal`'s access to every
   // range's pages, now and in ranges reserved later; all or nothing.

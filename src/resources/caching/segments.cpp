@@ -28,6 +28,7 @@ void Segments::erase_free(Piece* p) {
 
 void Segments::absorb(Piece* p, Piece* n) {
   p->size += n->size;
+  p->freed_at = std::max(p->freed_at, n->freed_at);
   p->next = n->next;
   if (n->next) n->next->prev = p;
   pieces_.erase(n->ptr);
@@ -78,6 +79,7 @@ Piece* Segments::insert_after(Piece* p, char* ptr, uint64_t size) {
   n->ptr = ptr;
   n->size = size;
   n->key = p->key;
+  n->freed_at = p->freed_at;
   n->segment = p->segment;
   n->prev = p;
   n->next = p->next;
@@ -119,6 +121,7 @@ Merged Segments::put_back(void* ptr, uintptr_t key) {
                                        " is not in use (freed twice?); nothing was freed");
   Merged m;
   m.key = key;
+  p->freed_at = clock_;
   if (mergeable(p->prev, m.key)) {
     Piece* prev = p->prev;
     if (m.key == kAnyStream) m.key = prev->key;

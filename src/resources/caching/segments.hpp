@@ -32,6 +32,9 @@ struct Piece {
   bool free = false;
   bool mapped = true;  // false: unmapped address space of an expandable segment
   uintptr_t key = 0;   // free: the stream it was freed on
+  // free: the segments' clock when it was freed (merged pieces: the later
+  // of the two), so that a marker recorded at a later tick covers its work
+  uint64_t freed_at = 0;
   ExpandableSegment* segment = nullptr;  // null: an upstream allocation
 };
 
@@ -87,6 +90,12 @@ class Segments {
   template <class Fn>
   void release_whole(uint64_t keep, uint64_t& cached, Fn&& give);
 
+  // The clock that stamps frees (Piece::freed_at): starts at 1, and moves
+  // on when the adaptor records a marker after the frees stamped so far
+  // (recycle_markers.hpp). Returns the tick the marker covers.
+  uint64_t clock() const { return clock_; }
+  uint64_t advance_clock() { return clock_++; }
+
   uint64_t free_bytes() const { return free_bytes_; }
   bool has_free() const { return !by_size_.empty(); }
   uint64_t largest_free() const { return by_size_.empty() ? 0 : std::get<0>(*by_size_.rbegin()); }
@@ -111,6 +120,7 @@ class Segments {
   std::set<std::tuple<uintptr_t, uint64_t, char*, Piece*>> by_stream_;
   std::set<std::tuple<uint64_t, char*, Piece*>> by_size_;
   uint64_t free_bytes_ = 0;
+  uint64_t clock_ = 1;
 
  private:
   // The heads of upstream segments free whole, as (size, head), largest first.

@@ -6,7 +6,10 @@
 // than --max-ratio times the bytes in use, and a later run ends holding at
 // most --max-drift (a fraction) more than the first did. Reads the
 // uncompressed trace on standard input (replay_trace.py feeds it).
-// Options: --page-size BYTES, --verbose (each new peak of a later run).
+// Options: --page-size BYTES, --verbose (each new peak of a later run),
+// --lag N (the GPU's work lags N requests behind the host: each request
+// queues work on the stream, and what is more than N requests old is done;
+// 0, the default: all work is done at once).
 // Prints one line per run; exits 1 when a promise is broken, 2 on a bad
 // trace or a failed call.
 //
@@ -108,12 +111,14 @@ uint64_t thread_of(const char* rest) {
 // One run's numbers: the peak of what the cache holds (mapped pages plus
 // the upstream's small blocks) and of the bytes in use, and what it holds
 // at the end.
-// `recycles`: allocations that unmapped fragments' pages (each waited for
-// the device); `pages_mapped`: pages the run's allocations mapped.
+// `recycles`: allocations that unmapped fragments' pages; `waits`: of
+// those, the ones that waited for the device first (cumem_caching_statistics_t's
+// recycles and recycle_waits);
+// `pages_mapped`: pages the run's allocations mapped.
 struct Run {
   uint64_t peak_held = 0, peak_in_use = 0, end_held = 0;
   uint64_t end_pages = 0, end_small = 0;  // end_held: mapped pages + the upstream's small blocks
-  uint64_t recycles = 0, pages_mapped = 0;
+  uint64_t recycles = 0, waits = 0, pages_mapped = 0;
 };
 
 cumem_caching_statistics_t statistics(const cumem_resource_t* cache) {
@@ -127,11 +132,12 @@ cumem_caching_statistics_t statistics(const cumem_resource_t* cache) {
 int main(int argc, char** argv) {
   double max_ratio = 1.05, max_drift = 0;
   bool verbose = false;
-  uint64_t page_size = 0;
+  uint64_t page_size = 0, lag = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--max-ratio") == 0 && i + 1 < argc) max_ratio = std::atof(argv[++i]);
     else if (std::strcmp(argv[i], "--max-drift") == 0 && i + 1 < argc) max_drift = std::atof(argv[++i]);
     else if (std::strcmp(argv[i], "--verbose") == 0) verbose = true;
+    else if (std::strcmp(argv[i], "--lag") == 0 && i + 1 < argc) lag = std::strtoull(argv[++i], nullptr, 0);
     else if (std::strcmp(argv[i], "--page-size") == 0 && i + 1 < argc) page_size = std::strtoull(argv[++i], nullptr, 0);
   }
   FakeVmm fake;
@@ -159,6 +165,10 @@ int main(int argc, char** argv) {
   while (std::getline(std::cin, line)) {
     ++number;
     if (line.empty() || line[0] == '#') continue;
+    if (lag > 0 && (line[0] == 'a' || line[0] == 'f')) {
+      fake.busy_stream(CU_STREAM_LEGACY);  // the request's kernels
+      fake.finish_stream_behind(CU_STREAM_LEGACY, lag);
+    }
     Run& run = runs.back();
     if (line[0] == 'a') {
       Block b;
@@ -169,7 +179,8 @@ int main(int argc, char** argv) {
         check(cumem_resource_allocate_raw(cache, b.size, stream, &b.ptr), "an allocation");
       });
       const cumem_caching_statistics_t after = statistics(cache);
-      if (after.pages_unmapped > before.pages_unmapped) ++run.recycles;
+      run.recycles += after.recycles - before.recycles;
+      run.waits += after.recycle_waits - before.recycle_waits;
       run.pages_mapped += after.pages_mapped - before.pages_mapped;
       blocks.push_back(b);
       in_use += b.size;
@@ -216,11 +227,12 @@ int main(int argc, char** argv) {
     const Run& r = runs[i];
     const double ratio = static_cast<double>(r.peak_held) / static_cast<double>(r.peak_in_use);
     std::printf("run %zu: peak held %.3f GiB, peak in use %.3f GiB, held / in use %.4f, end %.3f "
-                "GiB (pages %.3f, small blocks %.3f); %llu pages mapped, %llu recycles\n",
+                "GiB (pages %.3f, small blocks %.3f); %llu pages mapped, %llu recycles (%llu waits)\n",
                 i + 1, double(r.peak_held) / GiB, double(r.peak_in_use) / GiB, ratio,
                 double(r.end_held) / GiB, double(r.end_pages) / GiB, double(r.end_small) / GiB,
                 static_cast<unsigned long long>(r.pages_mapped),
-                static_cast<unsigned long long>(r.recycles));
+                static_cast<unsigned long long>(r.recycles),
+                static_cast<unsigned long long>(r.waits));
     if (ratio > max_ratio) {
       std::printf("  BROKEN: holds more than %.3f times the bytes in use\n", max_ratio);
       broken = 1;

@@ -210,6 +210,64 @@ TEST_F(ExpandableCache, FragmentsArePagesRecycledBeforeNewOnesAreMapped) {
   free(b, 20 * MiB);
 }
 
+// Fragments whose work is done go without a wait for the device: the
+// cache asks a marker recorded after their free (here the device has
+// caught up with the host, so the marker is complete at once).
+TEST_F(ExpandableCache, FragmentsWhoseWorkIsDoneAreRecycledWithoutAWait) {
+  fake.set_memory(100 * MiB);
+  void* native = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_native(stream, &native));
+  void* a = allocate(60 * MiB);
+  void* b = allocate(20 * MiB);
+  fake.busy_stream(static_cast<CUstream>(native));  // a kernel that uses a
+  free(a, 60 * MiB);
+  fake.finish_stream(static_cast<CUstream>(native));  // it has run
+  const uint64_t unmaps = fake.counts().unmaps;
+  void* c = allocate(70 * MiB);
+  ASSERT_NE(c, nullptr);
+  cumem_caching_statistics_t s = caching_of(cache);
+  EXPECT_EQ(s.recycles, 1u);
+  EXPECT_EQ(s.recycle_waits, 0u) << "a's work was done: no wait";
+  EXPECT_EQ(s.pages_unmapped, 3u) << "a's pages";
+  EXPECT_EQ(fake.counts().unmaps - unmaps, 3u);
+  EXPECT_EQ(s.bytes_reserved, 100 * MiB) << "no more than it held, plus one page";
+  free(c, 70 * MiB);
+  free(b, 20 * MiB);
+}
+
+// A fragment whose work may still run is never unmapped before it is done:
+// the device is waited for first.
+TEST_F(ExpandableCache, FragmentsWithWorkQueuedAreRecycledAfterAWait) {
+  fake.set_memory(100 * MiB);
+  void* native = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_native(stream, &native));
+  void* a = allocate(60 * MiB);
+  void* b = allocate(20 * MiB);
+  fake.busy_stream(static_cast<CUstream>(native));  // a kernel that uses a, still queued
+  free(a, 60 * MiB);
+  const uint64_t unmaps = fake.counts().unmaps;
+  void* c = allocate(70 * MiB);
+  ASSERT_NE(c, nullptr);
+  cumem_caching_statistics_t s = caching_of(cache);
+  EXPECT_EQ(s.recycles, 1u);
+  EXPECT_EQ(s.recycle_waits, 1u);
+  EXPECT_EQ(fake.counts().unmaps - unmaps, 3u) << "a's pages, after the wait";
+  cumem_bool_t idle = CUMEM_FALSE;
+  CUMEM_ASSERT_OK(cumem_stream_query(stream, &idle));
+  EXPECT_EQ(idle, CUMEM_TRUE) << "the kernel that used a ran before a's pages went";
+  // Once more with the device behind: a marker from the last recycle is
+  // complete by then, but the new fragment was freed after it.
+  free(c, 70 * MiB);
+  void* d = allocate(20 * MiB);
+  fake.busy_stream(static_cast<CUstream>(native));
+  free(d, 20 * MiB);
+  free(b, 20 * MiB);
+  void* e = allocate(30 * MiB);  // fits the free pages: no recycle
+  EXPECT_EQ(caching_of(cache).recycles, 1u);
+  free(e, 30 * MiB);
+  fake.finish_stream(static_cast<CUstream>(native));
+}
+
 TEST_F(ExpandableCache, OutOfMemoryUnmapsTheCacheAndRetries) {
   fake.set_memory(100 * MiB);
   cumem_stream_t* other = nullptr;

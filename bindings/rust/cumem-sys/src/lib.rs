@@ -412,6 +412,12 @@ pub struct cumem_caching_statistics_t {
     pub capture_pools: u64,
     /// Upstream memory those pools hold (since 1.1).
     pub capture_pool_bytes: u64,
+    /// Expandable caches: times fragments' pages were unmapped before new
+    /// pages were mapped (since 1.1).
+    pub recycles: u64,
+    /// Expandable caches: of those, times the device was waited for first
+    /// (since 1.1).
+    pub recycle_waits: u64,
 }
 impl Default for cumem_caching_statistics_t {
     /// CUMEM_CACHING_STATISTICS_INIT.
@@ -430,6 +436,8 @@ impl Default for cumem_caching_statistics_t {
             pages_unmapped: 0,
             capture_pools: 0,
             capture_pool_bytes: 0,
+            recycles: 0,
+            recycle_waits: 0,
         }
     }
 }

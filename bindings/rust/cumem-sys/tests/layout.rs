@@ -94,7 +94,8 @@ fn layouts() -> Vec<Layout> {
             hits => hits, misses => misses, stream_reuses => stream_reuses,
             oom_retries => oom_retries, pages_mapped => pages_mapped,
             pages_unmapped => pages_unmapped, capture_pools => capture_pools,
-            capture_pool_bytes => capture_pool_bytes,
+            capture_pool_bytes => capture_pool_bytes, recycles => recycles,
+            recycle_waits => recycle_waits,
         }),
         layout!(cumem_caching_resource_options_t {
             struct_size => struct_size, expandable => expandable, page_size => page_size,
