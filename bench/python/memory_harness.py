@@ -224,6 +224,7 @@ def run_child(workload, allocator_name, steps, warmup, seed):
     steps_per_s, end_first = train(allocator, workload, shapes, warmup)
     taken = allocator.taken()
     peak = allocator.peak_in_use_since_start()
+    first = allocator.details().get("caching")
     # The same training once more in this process: it must end where the
     # first one did (nothing kept growing).
     steps_per_s_second, end_second = train(allocator, workload, shapes, warmup)
@@ -232,6 +233,8 @@ def run_child(workload, allocator_name, steps, warmup, seed):
               "taken": taken, "peak_in_use": peak,
               "end_first": end_first, "end_second": end_second}
     result.update(allocator.details())
+    if first:
+        result["caching_first"] = first
     return result
 
 
@@ -284,6 +287,13 @@ def print_training_table(rows):
         c = r["caching"]
         print(f"{r['allocator']}: {c['pages_mapped']} pages mapped, {c['pages_unmapped']} unmapped, "
               f"peak reserved {c['peak_bytes_reserved'] / GiB:.2f} GiB")
+        f = r.get("caching_first")
+        if f and "recycles" in c:
+            # Per run: fragments recycled before new pages, and the device waits among them.
+            print(f"{r['allocator']}: recycles (device waits) run 1 {f['recycles']} "
+                  f"({f['recycle_waits']}), run 2 {c['recycles'] - f['recycles']} "
+                  f"({c['recycle_waits'] - f['recycle_waits']}); pages mapped run 2 "
+                  f"{c['pages_mapped'] - f['pages_mapped']}")
 
 
 def training_main(workload, script, default_steps):
