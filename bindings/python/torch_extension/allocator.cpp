@@ -43,12 +43,12 @@ class ContextScope {
       std::lock_guard<std::mutex> lock(mutex);
       if (!contexts[device]) {
         CUdevice dev = 0;
-        check_driver(cuDeviceGet(&dev, device), "cuDeviceGet");
-        check_driver(cuDevicePrimaryCtxRetain(&contexts[device], dev), "cuDevicePrimaryCtxRetain");
+        CUMEM_TORCH_CU(cuDeviceGet(&dev, device), "cuDeviceGet");
+        CUMEM_TORCH_CU(cuDevicePrimaryCtxRetain(&contexts[device], dev), "cuDevicePrimaryCtxRetain");
       }
       ctx = contexts[device];
     }
-    check_driver(cuCtxPushCurrent(ctx), "cuCtxPushCurrent");
+    CUMEM_TORCH_CU(cuCtxPushCurrent(ctx), "cuCtxPushCurrent");
   }
   ~ContextScope() {
     CUcontext popped = nullptr;
@@ -77,7 +77,7 @@ struct SegmentSums {
 SegmentSums segment_sums(cumem_resource_t* resource) {
   SegmentSums sums;
   cumem_snapshot_t* snap = nullptr;
-  check(cumem_snapshot_take(resource, &snap), "taking a snapshot of the framework resource");
+  CUMEM_TORCH_OK(cumem_snapshot_take(resource, &snap), "taking a snapshot of the framework resource");
   cumem_snapshot_totals_t totals = CUMEM_SNAPSHOT_TOTALS_INIT;
   cumem_snapshot_resource_t top = CUMEM_SNAPSHOT_RESOURCE_INIT;
   cumem_status_t s = cumem_snapshot_get_totals(snap, &totals);
@@ -100,7 +100,7 @@ SegmentSums segment_sums(cumem_resource_t* resource) {
     if (seg.kind == CUMEM_SEGMENT_EXPANDABLE) sums.expandable.emplace_back(seg.stream, mapped);
   }
   cumem_snapshot_release(snap);
-  check(s, "reading a snapshot of the framework resource");
+  CUMEM_TORCH_OK(s, "reading a snapshot of the framework resource");
   return sums;
 }
 
@@ -112,12 +112,7 @@ void fail(cumem_status_t s, const std::string& what) {
               message ? message : "");
 }
 
-void check(cumem_status_t s, const std::string& what) {
-  if (s != CUMEM_SUCCESS) fail(s, what);
-}
-
-void check_driver(CUresult r, const std::string& what) {
-  if (r == CUDA_SUCCESS) return;
+void fail_driver(CUresult r, const std::string& what) {
   const char* name = nullptr;
   const char* text = nullptr;
   (void)cuGetErrorName(r, &name);
@@ -160,7 +155,7 @@ cumem_resource_t* Allocator::resource_of(int device) {
   std::lock_guard<std::mutex> lock(mutex);
   if (cumem_resource_t* r = d.resource.load(std::memory_order_relaxed)) return r;
   cumem_resource_t* r = nullptr;
-  check(cumem_framework_get_resource(device, &r),
+  CUMEM_TORCH_OK(cumem_framework_get_resource(device, &r),
         "choosing the framework resource of device " + std::to_string(device));
   cumem_device_t* dev = nullptr;
   uint64_t free = 0;
@@ -282,7 +277,7 @@ void* Allocator::allocate_on(int device, size_t requested, cudaStream_t stream) 
       const char* message = cumem_last_error_message();
       out_of_memory(device, size, message ? message : "");
     }
-    check(s, "allocating " + std::to_string(size) + " bytes on device " + std::to_string(device));
+    CUMEM_TORCH_OK(s, "allocating " + std::to_string(size) + " bytes on device " + std::to_string(device));
   }
   Record record;
   record.size = size;
@@ -350,7 +345,7 @@ void Allocator::give_back(void* ptr, const Record& record) {
   if (record.pool) {
     pool_free(*record.pool, ptr, record);
   } else {
-    check(cumem_resource_deallocate_native(record.resource, ptr, record.size, record.stream),
+    CUMEM_TORCH_OK(cumem_resource_deallocate_native(record.resource, ptr, record.size, record.stream),
           "freeing " + pointer_text(ptr));
   }
   if (history_on_.load(std::memory_order_relaxed) || has_trackers_.load(std::memory_order_relaxed))
@@ -373,8 +368,8 @@ void Allocator::process_pending(bool wait) {
       if (p.events.empty() && !p.record.other_streams.empty()) {
         for (cudaStream_t s : p.record.other_streams) {
           CUevent e = nullptr;
-          check_driver(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-          check_driver(cuEventRecord(e, reinterpret_cast<CUstream>(s)), "cuEventRecord");
+          CUMEM_TORCH_CU(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+          CUMEM_TORCH_CU(cuEventRecord(e, reinterpret_cast<CUstream>(s)), "cuEventRecord");
           p.events.push_back(e);
         }
       }
@@ -385,7 +380,7 @@ void Allocator::process_pending(bool wait) {
           complete = false;
           break;
         }
-        check_driver(r, "waiting for a stream that used a freed block (recordStream)");
+        CUMEM_TORCH_CU(r, "waiting for a stream that used a freed block (recordStream)");
       }
       if (!complete) {
         ++it;
@@ -468,9 +463,9 @@ int64_t Allocator::reserved_bytes(int device, int64_t* segments, int64_t* peak) 
     high = static_cast<int64_t>(cs.peak_bytes_reserved);
     count = sums.segments;
   } else {
-    check(cumem_resource_get_properties(r, &props), "reading the framework resource's properties");
+    CUMEM_TORCH_OK(cumem_resource_get_properties(r, &props), "reading the framework resource's properties");
     cumem_resource_statistics_t rs = CUMEM_RESOURCE_STATISTICS_INIT;
-    check(cumem_resource_get_statistics(r, &rs), "reading the framework resource's statistics");
+    CUMEM_TORCH_OK(cumem_resource_get_statistics(r, &rs), "reading the framework resource's statistics");
     count = static_cast<int64_t>(rs.live_allocations);
     reserved = static_cast<int64_t>(rs.bytes_in_use);
     high = static_cast<int64_t>(rs.peak_bytes_in_use);
@@ -576,18 +571,18 @@ void Allocator::emptyCache(MempoolId_t mempool_id) {
     retire_pools(device);
     cumem_caching_statistics_t cs = CUMEM_CACHING_STATISTICS_INIT;
     if (cumem_caching_resource_get_statistics(resource, &cs) == CUMEM_SUCCESS) {
-      check(cumem_caching_resource_trim(resource, 0), "emptying the cache of device " +
+      CUMEM_TORCH_OK(cumem_caching_resource_trim(resource, 0), "emptying the cache of device " +
                                                             std::to_string(device));
       continue;
     }
     cumem_resource_properties_t props = CUMEM_RESOURCE_PROPERTIES_INIT;
     if (cumem_resource_get_properties(resource, &props) == CUMEM_SUCCESS && props.is_pool) {
       cumem_device_t* dev = nullptr;
-      check(cumem_device_get(device, &dev), "cumem_device_get");
+      CUMEM_TORCH_OK(cumem_device_get(device, &dev), "cumem_device_get");
       const cumem_status_t s = cumem_device_synchronize(dev);
       cumem_device_release(dev);
-      check(s, "waiting for device " + std::to_string(device) + " before trimming its pool");
-      check(cumem_resource_pool_trim(resource, 0),
+      CUMEM_TORCH_OK(s, "waiting for device " + std::to_string(device) + " before trimming its pool");
+      CUMEM_TORCH_OK(cumem_resource_pool_trim(resource, 0),
             "trimming the pool of device " + std::to_string(device));
     }
   }
@@ -666,7 +661,7 @@ void Allocator::attachAllocatorTraceTracker(cca::AllocatorTraceTracker tracker) 
 }
 
 void Allocator::copy_data(void* dest, const void* src, std::size_t count) const {
-  check_driver(cuMemcpy(reinterpret_cast<CUdeviceptr>(dest), reinterpret_cast<CUdeviceptr>(src),
+  CUMEM_TORCH_CU(cuMemcpy(reinterpret_cast<CUdeviceptr>(dest), reinterpret_cast<CUdeviceptr>(src),
                         count),
                "cuMemcpy");
 }
@@ -702,7 +697,7 @@ void Allocator::enablePeerAccess(c10::DeviceIndex dev, c10::DeviceIndex dev_to_a
   check_device(dev_to_access);
   cumem_device_t* a = nullptr;
   cumem_device_t* b = nullptr;
-  check(cumem_device_get(dev, &a), "cumem_device_get");
+  CUMEM_TORCH_OK(cumem_device_get(dev, &a), "cumem_device_get");
   cumem_status_t s = cumem_device_get(dev_to_access, &b);
   if (s == CUMEM_SUCCESS) s = cumem_device_enable_peer_access(a, b);
   // Memory that is not cuMemAlloc'd needs its own access granted as well:
@@ -716,7 +711,7 @@ void Allocator::enablePeerAccess(c10::DeviceIndex dev, c10::DeviceIndex dev_to_a
   }
   if (b) cumem_device_release(b);
   cumem_device_release(a);
-  check(s, "enabling access of device " + std::to_string(dev) + " to device " +
+  CUMEM_TORCH_OK(s, "enabling access of device " + std::to_string(dev) + " to device " +
                std::to_string(dev_to_access) + "'s memory");
 }
 

@@ -262,10 +262,28 @@ std::string text(const A&... parts) {
 }
 #define CUMEM_TORCH_CHECK(cond, ...) TORCH_CHECK(cond, ::cumem_torch::text(__VA_ARGS__))
 
-// The status `s` as a PyTorch error naming `what`, with libcumem's message.
+// The status `s` as a PyTorch error naming `what`, with libcumem's message;
+// the driver's result `r` the same way.
 [[noreturn]] void fail(cumem_status_t s, const std::string& what);
-void check(cumem_status_t s, const std::string& what);
-void check_driver(CUresult r, const std::string& what);
+[[noreturn]] void fail_driver(CUresult r, const std::string& what);
+// CUMEM_TORCH_OK(call, what...): the libcumem call's status, a PyTorch error
+// naming `what` (its parts concatenated, as CUMEM_TORCH_CHECK's) if it
+// failed; CUMEM_TORCH_CU the same for a driver call. The message is made
+// only on failure: an allocation and a free make none (building it on
+// every call cost a fifth of the extension's torch.empty + del on the
+// H200, 2026-12-04).
+#define CUMEM_TORCH_OK(call, ...)                                              \
+  do {                                                                         \
+    const cumem_status_t cumem_torch_s_ = (call);                              \
+    if (C10_UNLIKELY(cumem_torch_s_ != CUMEM_SUCCESS))                         \
+      ::cumem_torch::fail(cumem_torch_s_, ::cumem_torch::text(__VA_ARGS__));   \
+  } while (0)
+#define CUMEM_TORCH_CU(call, ...)                                              \
+  do {                                                                         \
+    const CUresult cumem_torch_r_ = (call);                                    \
+    if (C10_UNLIKELY(cumem_torch_r_ != CUDA_SUCCESS))                          \
+      ::cumem_torch::fail_driver(cumem_torch_r_, ::cumem_torch::text(__VA_ARGS__)); \
+  } while (0)
 
 // Each thread's stack of compile contexts (pushCompileContext).
 std::string current_compile_context();

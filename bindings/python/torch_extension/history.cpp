@@ -210,7 +210,7 @@ cca::SnapshotInfo Allocator::snapshot(MempoolId_t mempool_id, bool include_trace
       continue;
     }
     cumem_snapshot_t* snap = nullptr;
-    check(cumem_snapshot_take(source.resource, &snap), "taking a snapshot");
+    CUMEM_TORCH_OK(cumem_snapshot_take(source.resource, &snap), "taking a snapshot");
     cumem_snapshot_totals_t totals = CUMEM_SNAPSHOT_TOTALS_INIT;
     cumem_snapshot_resource_t top = CUMEM_SNAPSHOT_RESOURCE_INIT;
     cumem_status_t s = cumem_snapshot_get_totals(snap, &totals);
@@ -260,7 +260,7 @@ cca::SnapshotInfo Allocator::snapshot(MempoolId_t mempool_id, bool include_trace
       if (!out.blocks.empty()) info.segments.push_back(std::move(out));
     }
     cumem_snapshot_release(snap);
-    check(s, "reading a snapshot");
+    CUMEM_TORCH_OK(s, "reading a snapshot");
   }
 
   std::lock_guard<std::mutex> lock(history_mutex_);

@@ -49,14 +49,14 @@ std::shared_ptr<Pool> Allocator::find_or_create_pool(int device, MempoolId_t id)
   pool->id = id;
   pool->device = device;
   cumem_device_t* dev = nullptr;
-  check(cumem_device_get(device, &dev), "cumem_device_get");
+  CUMEM_TORCH_OK(cumem_device_get(device, &dev), "cumem_device_get");
   cumem_resource_t* memory = nullptr;
   cumem_status_t s = cumem_device_get_memory_resource(dev, &memory);
   cumem_device_release(dev);
-  check(s, "the memory resource of device " + std::to_string(device));
+  CUMEM_TORCH_OK(s, "the memory resource of device " + std::to_string(device));
   s = cumem_caching_resource_create(memory, &pool->upstream);
   cumem_resource_release(memory);
-  check(s, "making the cache of private pool " + pool_text(id));
+  CUMEM_TORCH_OK(s, "making the cache of private pool " + pool_text(id));
   pools.emplace(id, pool);
   return pool;
 }
@@ -164,7 +164,7 @@ void* Allocator::pool_allocate(Pool& pool, size_t size, cudaStream_t stream) {
     out_of_memory(pool.device, size,
                   "(private pool " + pool_text(pool.id) + ") " + (message ? message : ""));
   }
-  check(s, "allocating " + std::to_string(size) + " bytes in private pool " + pool_text(pool.id));
+  CUMEM_TORCH_OK(s, "allocating " + std::to_string(size) + " bytes in private pool " + pool_text(pool.id));
   // The capture that allocated it, for releasing its memory with the pool.
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   cuuint64_t capture_id = 0;
@@ -209,17 +209,17 @@ void Allocator::release_pool_memory(Pool& pool, bool free_blocks_only) {
     pool.free_blocks.clear();
   }
   for (auto& [ptr, key] : blocks)
-    check(cumem_resource_deallocate_native(pool.upstream, ptr, key.second, key.first),
+    CUMEM_TORCH_OK(cumem_resource_deallocate_native(pool.upstream, ptr, key.second, key.first),
           "giving a block of private pool " + pool_text(pool.id) + " back");
   if (!free_blocks_only) {
     for (uint64_t id : pool.capture_ids) {
       const cumem_status_t s = cumem_caching_resource_release_capture_pool(pool.upstream, id);
       if (s != CUMEM_ERROR_NOT_FOUND)
-        check(s, "releasing the memory of capture " + std::to_string(id));
+        CUMEM_TORCH_OK(s, "releasing the memory of capture " + std::to_string(id));
     }
     pool.capture_ids.clear();
   }
-  check(cumem_caching_resource_release_cached(pool.upstream),
+  CUMEM_TORCH_OK(cumem_caching_resource_release_cached(pool.upstream),
         "emptying the cache of private pool " + pool_text(pool.id));
 }
 
