@@ -371,6 +371,27 @@ void prefetches(const Env& env) {
     cumem_buffer_close(b, env.stream);
     cumem_buffer_release(b);
   }
+  // The floor: the same bytes as one managed allocation, one
+  // cuMemPrefetchAsync (what the driver's work per page costs the host,
+  // whatever the number of calls).
+  cumem_buffer_t* whole = nullptr;
+  ok(cumem_resource_allocate(managed, each * kCopies, env.stream, &whole), "allocate managed");
+  std::memset(ptr_of(whole), 1, each * kCopies);
+  const CUdeviceptr whole_ptr = reinterpret_cast<CUdeviceptr>(ptr_of(whole));
+  const double one = host_us(
+      [&] {
+        if (env.driver.prefetch(whole_ptr, each * kCopies, cu_dev, 0, env.native) != CUDA_SUCCESS)
+          die("cuMemPrefetchAsync");
+      },
+      [&] {
+        env.wait();
+        ok(cumem_buffer_prefetch(whole, host, env.stream), "prefetch back");
+        env.wait();
+      });
+  std::printf("  one cuMemPrefetchAsync of one %.1f MiB allocation (the floor) %.1f (%.1f %% of the "
+              "loop)\n", double(each * kCopies) / double(1024 * KiB), one, 100.0 * one / loop);
+  cumem_buffer_close(whole, env.stream);
+  cumem_buffer_release(whole);
   cumem_resource_release(managed);
 }
 
