@@ -313,12 +313,16 @@ bool small_copies(const Env& env, const char* name, cumem_resource_t* from, cume
 }
 
 // 2. Prefetch of 1,000 managed buffers to the device, each way.
-void prefetches(const Env& env) {
+// `pooled`: the buffers from the device's managed pool (neighbours there
+// may touch, and then go to the driver as one range), else one
+// cuMemAllocManaged each.
+void prefetches(const Env& env, bool pooled) {
   cumem_managed_resource_options_t o = CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
-  o.disable_pool = CUMEM_TRUE;  // cuMemAllocManaged: 1,000 separate ranges
+  o.disable_pool = pooled ? CUMEM_FALSE : CUMEM_TRUE;
   cumem_resource_t* managed = nullptr;
   if (cumem_managed_resource_create(env.device, &o, &managed) != CUMEM_SUCCESS) {
-    std::printf("\n2. batched prefetch: skipped (%s)\n", cumem_last_error_message());
+    std::printf("\n2%s. batched prefetch: skipped (%s)\n", pooled ? "b" : "",
+                cumem_last_error_message());
     return;
   }
   const size_t each = 64 * KiB;
@@ -359,8 +363,12 @@ void prefetches(const Env& env) {
       back);
   cumem_batch_statistics_t s = CUMEM_BATCH_STATISTICS_INIT;
   ok(cumem_batch_get_statistics(&s), "statistics");
-  std::printf("\n2. prefetch of %d managed buffers of 64 KiB to the device, host us (median of %d)\n",
-              kCopies, kReps);
+  size_t touching = 0;
+  for (int i = 1; i < kCopies; ++i) touching += ptrs[i] == ptrs[i - 1] + each ? 1 : 0;
+  std::printf("\n2%s. prefetch of %d managed buffers of 64 KiB (%s; %zu touch the one before) to "
+              "the device, host us (median of %d)\n",
+              pooled ? "b" : "", kCopies, pooled ? "from the managed pool" : "cuMemAllocManaged each",
+              touching, kReps);
   std::printf("  cumem_prefetch_batch %10.1f (%s)\n", batch,
               s.driver_prefetch_batch ? "cuMemPrefetchBatchAsync" : "the loop: no batch call");
   std::printf("  cuMemPrefetchAsync x%d %8.1f\n", kCopies, loop);
@@ -487,7 +495,8 @@ int main() {
   all_ok &= small_copies(env, "device -> pinned host", env.device_mr, env.pinned_mr);
   all_ok &= small_copies(env, "pinned host -> device", env.pinned_mr, env.device_mr);
 
-  prefetches(env);
+  prefetches(env, false);
+  prefetches(env, true);
 
   std::printf("\n3. bandwidth against cuMemcpyAsync (GB/s), and each libcumem path as %% of it:\n"
               "  %-26s %8s   %8s  %8s  %8s  %8s\n", "", "driver", "copy_to", "region",
