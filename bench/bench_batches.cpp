@@ -313,9 +313,9 @@ bool small_copies(const Env& env, const char* name, cumem_resource_t* from, cume
 }
 
 // 2. Prefetch of 1,000 managed buffers to the device, each way.
-// `pooled`: the buffers from the device's managed pool (neighbours there
-// may touch, and then go to the driver as one range), else one
-// cuMemAllocManaged each.
+// `pooled`: the buffers from the device's managed pool, else one
+// cuMemAllocManaged each (neighbours touch either way on the H200, and the
+// driver still refuses a range across two of them).
 void prefetches(const Env& env, bool pooled) {
   cumem_managed_resource_options_t o = CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
   o.disable_pool = pooled ? CUMEM_FALSE : CUMEM_TRUE;

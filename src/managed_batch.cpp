@@ -4,16 +4,6 @@
 // cuMemPrefetchBatchAsync, cuMemDiscardBatchAsync or
 // cuMemDiscardAndPrefetchBatchAsync (CUDA 13.0+). Prefetches fall back to one
 // cuMemPrefetchAsync per buffer on older drivers; discards have no such form.
-//
-// The driver's cost is per range, not per byte: on the H200 1,000 managed
-// buffers of 64 KiB took 33-39 ms of host time to prefetch as 1,000 ranges
-// (a batch or a loop alike), and the same 62.5 MiB as one range 0.67 ms
-// (bench_batches, 2026-12-04). So buffers that touch (neighbours from a
-// pool, slices of one buffer) and go to the same location are given to the
-// driver as one range: the same bytes. Should the driver refuse a range
-// that spans allocations, the batch goes again as one range per buffer.
-#include <algorithm>
-
 #include "batch.hpp"
 #include "driver/driver.hpp"
 #include "error.hpp"
@@ -85,43 +75,6 @@ std::vector<Item> checked_items(Op op, size_t count, Buffer* const* buffers, int
   return items;
 }
 
-// The ranges the driver is given: buffers that touch and go to the same
-// location (`to`: null for a discard) become one. By location, then by
-// address.
-struct Span {
-  CUdeviceptr ptr = 0;
-  size_t size = 0;
-  Location to{};
-};
-
-bool before(const Location& a, const Location& b) {
-  return a.type != b.type ? a.type < b.type : a.id < b.id;
-}
-
-std::vector<Span> spans_of(const std::vector<Item>& items, const Location* locations,
-                           size_t num_locations, bool merge) {
-  std::vector<Span> spans;
-  spans.reserve(items.size());
-  for (const Item& it : items)
-    spans.push_back({it.ptr, it.size,
-                     locations ? locations[num_locations == 1 ? 0 : it.index] : Location{}});
-  if (!merge) return spans;
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-    if (!same(a.to, b.to)) return before(a.to, b.to);
-    return a.ptr < b.ptr;
-  });
-  size_t out = 0;
-  for (size_t k = 1; k < spans.size(); ++k) {
-    Span& last = spans[out];
-    if (same(last.to, spans[k].to) && last.ptr + last.size == spans[k].ptr)
-      last.size += spans[k].size;
-    else
-      spans[++out] = spans[k];
-  }
-  spans.resize(spans.empty() ? 0 : out + 1);
-  return spans;
-}
-
 std::string batch_text(Op op, size_t n) {
   return std::string(name_of(op)) + " of a batch of " + std::to_string(n) + " managed buffer" +
          (n == 1 ? "" : "s");
@@ -159,61 +112,38 @@ void run(Op op, const Stream* stream, size_t count, Buffer* const* buffers,
     return;
   }
 
-  // One batch call for `spans` (checked when `quiet` is false).
-  const auto submit = [&](const std::vector<Span>& spans, CUstream s, bool quiet) {
-    const size_t count = spans.size();
-    std::vector<CUdeviceptr> ptrs(count);
-    std::vector<size_t> sizes(count);
-    // Equal neighbouring locations go to the driver once: locs[k] covers the
-    // ranges from loc_indices[k] to the next run's start.
-    std::vector<CUmemLocation> locs;
-    std::vector<size_t> loc_indices;
-    for (size_t k = 0; k < count; ++k) {
-      ptrs[k] = spans[k].ptr;
-      sizes[k] = spans[k].size;
-      if (op == Op::discard) continue;
-      if (k == 0 || !same(spans[k].to, spans[k - 1].to)) {
-        locs.push_back(to_cu(spans[k].to));
-        loc_indices.push_back(k);
-      }
+  std::vector<CUdeviceptr> ptrs(n);
+  std::vector<size_t> sizes(n);
+  // Equal neighbouring locations go to the driver once: locs[k] covers the
+  // buffers from loc_indices[k] to the next run's start.
+  std::vector<CUmemLocation> locs;
+  std::vector<size_t> loc_indices;
+  for (size_t k = 0; k < n; ++k) {
+    ptrs[k] = items[k].ptr;
+    sizes[k] = items[k].size;
+    if (op == Op::discard) continue;
+    const Location to = locations[num_locations == 1 ? 0 : items[k].index];
+    if (k == 0 || !same(to, locations[num_locations == 1 ? 0 : items[k - 1].index])) {
+      locs.push_back(to_cu(to));
+      loc_indices.push_back(k);
     }
-    CUresult r = CUDA_SUCCESS;
+  }
+  batch::on_batch_stream(stream, [&](CUstream s) {
     switch (op) {
       case Op::prefetch:
-        r = CUMEM_CU_QUIET(cuMemPrefetchBatchAsync, (ptrs.data(), sizes.data(), count, locs.data(),
-                                                     loc_indices.data(), locs.size(), 0, s));
+        CUMEM_CU(cuMemPrefetchBatchAsync,
+                 (ptrs.data(), sizes.data(), n, locs.data(), loc_indices.data(), locs.size(), 0, s),
+                 batch_text(op, n));
         break;
       case Op::discard:
-        r = CUMEM_CU_QUIET(cuMemDiscardBatchAsync, (ptrs.data(), sizes.data(), count, 0, s));
+        CUMEM_CU(cuMemDiscardBatchAsync, (ptrs.data(), sizes.data(), n, 0, s), batch_text(op, n));
         break;
       case Op::discard_prefetch:
-        r = CUMEM_CU_QUIET(cuMemDiscardAndPrefetchBatchAsync,
-                           (ptrs.data(), sizes.data(), count, locs.data(), loc_indices.data(),
-                            locs.size(), 0, s));
+        CUMEM_CU(cuMemDiscardAndPrefetchBatchAsync,
+                 (ptrs.data(), sizes.data(), n, locs.data(), loc_indices.data(), locs.size(), 0, s),
+                 batch_text(op, n));
         break;
     }
-    if (r != CUDA_SUCCESS && !quiet)
-      driver::check(r,
-                    op == Op::prefetch  ? "cuMemPrefetchBatchAsync"
-                    : op == Op::discard ? "cuMemDiscardBatchAsync"
-                                        : "cuMemDiscardAndPrefetchBatchAsync",
-                    batch_text(op, n));
-    return r;
-  };
-  const std::vector<Span> merged = spans_of(items, op == Op::discard ? nullptr : locations,
-                                            num_locations, true);
-  batch::on_batch_stream(stream, [&](CUstream s) {
-    if (merged.size() == n) {
-      submit(merged, s, false);
-      return;
-    }
-    const CUresult r = submit(merged, s, true);
-    if (r == CUDA_SUCCESS) return;
-    if (r != CUDA_ERROR_INVALID_VALUE)
-      submit(merged, s, false);  // fails again, with its message
-    else
-      submit(spans_of(items, op == Op::discard ? nullptr : locations, num_locations, false), s,
-             false);  // a range across allocations refused: one per buffer
   });
   if (op == Op::prefetch)
     batch::count_prefetches(n, false);

@@ -78,27 +78,8 @@ Allocation* find(uintptr_t p, size_t n, uintptr_t* base) {
   return &it->second;
 }
 
-// Managed allocations one after the other, without a gap, while the test
-// asks for it (FakeMemoryState::adjacent_managed): never freed.
-alignas(256) char managed_arena[4 << 20];
-size_t managed_arena_used = 0;  // guarded by state.mutex
-bool in_arena(uintptr_t p) {
-  const auto base = reinterpret_cast<uintptr_t>(managed_arena);
-  return p >= base && p < base + sizeof managed_arena;
-}
-
 void* allocate(size_t size, Kind kind) {
-  const size_t rounded = (size + 255) / 256 * 256;
-  void* p = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(state.mutex);
-    if (kind == Kind::managed && state.adjacent_managed) {
-      if (managed_arena_used + rounded > sizeof managed_arena) return nullptr;
-      p = managed_arena + managed_arena_used;
-      managed_arena_used += rounded;
-    }
-  }
-  if (!p) p = std::aligned_alloc(256, rounded);
+  void* p = std::aligned_alloc(256, (size + 255) / 256 * 256);
   if (!p) return nullptr;
   std::memset(p, 0xCD, size);
   std::lock_guard<std::mutex> lock(state.mutex);
@@ -115,7 +96,7 @@ CUresult release(uintptr_t p, Kind kind) {
   auto it = allocations.find(p);
   if (it == allocations.end() || it->second.kind != kind) return CUDA_ERROR_INVALID_VALUE;
   allocations.erase(it);
-  if (!in_arena(p)) std::free(reinterpret_cast<void*>(p));
+  std::free(reinterpret_cast<void*>(p));
   return CUDA_SUCCESS;
 }
 
@@ -299,7 +280,7 @@ CUresult CUDAAPI fake_cuMemFree(CUdeviceptr ptr) {
     auto it = allocations.find(static_cast<uintptr_t>(ptr));
     if (it != allocations.end() && it->second.kind == Kind::managed) {
       allocations.erase(it);
-      if (!in_arena(static_cast<uintptr_t>(ptr))) std::free(reinterpret_cast<void*>(ptr));
+      std::free(reinterpret_cast<void*>(ptr));
       return CUDA_SUCCESS;
     }
   }

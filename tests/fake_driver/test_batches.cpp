@@ -494,60 +494,6 @@ TEST_F(Batches, ManagedPrefetchBatchGoesAsOneCallAndIsRecorded) {
   cumem_buffer_release(half);
 }
 
-// Buffers that touch and go to the same location are one range for the
-// driver (its cost is per range): here slices of one buffer, given out of
-// order; a different location keeps its own range.
-TEST_F(Batches, ManagedBuffersThatTouchArePrefetchedAsOneRange) {
-  cumem_buffer_t* whole = make(managed_mr, 16384, 0);
-  cumem_buffer_t* s[4] = {};
-  const size_t at[4] = {8192, 0, 4096, 12288};
-  for (int i = 0; i < 4; ++i) CUMEM_ASSERT_OK(cumem_buffer_slice(whole, at[i], 4096, &s[i]));
-  const cumem_location_t dev = {CUMEM_LOCATION_DEVICE, 0};
-  const cumem_batch_statistics_t before = batch_statistics();
-  fake().clear();
-  CUMEM_ASSERT_OK(cumem_prefetch_batch(stream, 4, s, &dev, 1));
-  EXPECT_EQ(log(), (std::vector<std::string>{"prefetch_batch stream=" + stream_name(stream) +
-                                             " buffers=1 locations=1"}));
-  for (cumem_buffer_t* b : s) EXPECT_TRUE(is(last_prefetch(b), CUMEM_LOCATION_DEVICE, 0));
-  EXPECT_EQ(batch_statistics().prefetches, before.prefetches + 4) << "counted per buffer";
-  // The slice at 12288 elsewhere: [0, 12288) stays one range.
-  const cumem_location_t split[4] = {dev, dev, dev, {CUMEM_LOCATION_HOST, 0}};
-  fake().clear();
-  CUMEM_ASSERT_OK(cumem_prefetch_batch(stream, 4, s, split, 4));
-  EXPECT_EQ(log(), (std::vector<std::string>{"prefetch_batch stream=" + stream_name(stream) +
-                                             " buffers=2 locations=2"}));
-  EXPECT_TRUE(is(last_prefetch(s[3]), CUMEM_LOCATION_HOST, 0));
-  EXPECT_TRUE(is(last_prefetch(s[0]), CUMEM_LOCATION_DEVICE, 0));
-  // Discards merge the same way.
-  fake().clear();
-  CUMEM_ASSERT_OK(cumem_discard_batch(stream, 4, s));
-  EXPECT_EQ(log(), (std::vector<std::string>{"discard_batch stream=" + stream_name(stream) +
-                                             " buffers=1"}));
-  for (cumem_buffer_t* b : s) cumem_buffer_release(b);
-}
-
-// Separate allocations that touch: the driver may refuse a range across
-// them (this fake does), and the batch goes again, one range per buffer.
-TEST_F(Batches, ARangeAcrossAllocationsThatTheDriverRefusesGoesAsOneRangePerBuffer) {
-  {
-    std::lock_guard<std::mutex> lock(fake().mutex);
-    fake().adjacent_managed = true;
-  }
-  cumem_buffer_t* m[3] = {make(managed_mr, 4096, 0), make(managed_mr, 4096, 0),
-                          make(managed_mr, 4096, 0)};
-  {
-    std::lock_guard<std::mutex> lock(fake().mutex);
-    fake().adjacent_managed = false;
-  }
-  ASSERT_EQ(static_cast<char*>(ptr(m[0])) + 4096, ptr(m[1])) << "the fake's arena";
-  const cumem_location_t dev = {CUMEM_LOCATION_DEVICE, 0};
-  fake().clear();
-  CUMEM_ASSERT_OK(cumem_prefetch_batch(stream, 3, m, &dev, 1));
-  EXPECT_EQ(log(), (std::vector<std::string>{"prefetch_batch stream=" + stream_name(stream) +
-                                             " buffers=3 locations=1"}));
-  for (cumem_buffer_t* b : m) EXPECT_TRUE(is(last_prefetch(b), CUMEM_LOCATION_DEVICE, 0));
-}
-
 TEST_F(Batches, ManagedDiscardAndDiscardPrefetchBatches) {
   cumem_buffer_t* m[2] = {make(managed_mr, 4096, 0), make(managed_mr, 4096, 0)};
   const cumem_batch_statistics_t before = batch_statistics();

@@ -3,8 +3,8 @@
  * its CPU time, by function, to $CPU_SAMPLER_OUT.
  *
  *   gcc -O2 -shared -fPIC tools/probes/cpu_sampler.c -o build/cpu_sampler.so -ldl -lrt
- *   CPU_SAMPLER_OUT=/tmp/prof.txt LD_PRELOAD=build/cpu_sampler.so python3 x.py
- *   python3 tools/probes/cpu_sampler_report.py /tmp/prof.txt
+ *   CPU_SAMPLER_OUT=/tmp/prof LD_PRELOAD=build/cpu_sampler.so python3 x.py
+ *   python3 tools/probes/cpu_sampler_report.py /tmp/prof.<pid>
  *
  * Every millisecond of the process's CPU time (a POSIX CPU-time timer, on a
  * realtime signal) the thread that takes the signal records its
@@ -14,8 +14,8 @@
  * frame (self) and samples where it is anywhere on the stack (total).
  * Offsets of modules built with symbols (libcumem, the PyTorch extension)
  * are resolved by the report with addr2line; dladdr's names are only the
- * exported ones. Child processes (subprocess) inherit LD_PRELOAD and write
- * $CPU_SAMPLER_OUT.<pid>. */
+ * exported ones. Each process that took samples writes
+ * $CPU_SAMPLER_OUT.<pid> (child processes inherit LD_PRELOAD). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -36,7 +36,6 @@ static void* stacks[SAMPLES][FRAMES];
 static unsigned char depths[SAMPLES];
 static atomic_uint taken;
 static int active;
-static pid_t owner;
 
 static void on_prof(int sig) {
   (void)sig;
@@ -68,7 +67,6 @@ __attribute__((constructor)) static void start(void) {
   struct itimerspec t = {{0, 1000000}, {0, 1000000}};
   timer_settime(timer, 0, &t, NULL);
   active = 1;
-  owner = getpid();
 }
 
 static int by_address(const void* a, const void* b) {
@@ -86,6 +84,7 @@ __attribute__((destructor)) static void finish(void) {
   signal(SAMPLE_SIGNAL, SIG_IGN);
   unsigned n = atomic_load(&taken);
   if (n > SAMPLES) n = SAMPLES;
+  if (n == 0) return;
   size_t count = 0;
   for (unsigned i = 0; i < n; ++i) count += depths[i] > kSkip ? depths[i] - kSkip : 0;
   void** pcs = malloc((count + 1) * sizeof *pcs);
@@ -96,8 +95,7 @@ __attribute__((destructor)) static void finish(void) {
   qsort(pcs, count, sizeof *pcs, by_address);
   char path[4096];
   const char* base = getenv("CPU_SAMPLER_OUT");
-  if (getpid() == owner) snprintf(path, sizeof path, "%s", base);
-  else snprintf(path, sizeof path, "%s.%d", base, (int)getpid());
+  snprintf(path, sizeof path, "%s.%d", base, (int)getpid());
   FILE* out = fopen(path, "w");
   if (!out) return;
   fprintf(out, "# samples %u (1 ms of CPU each)\n", n);
