@@ -9,7 +9,9 @@
 // Options: --page-size BYTES, --verbose (each new peak of a later run),
 // --lag N (the GPU's work lags N requests behind the host: each request
 // queues work on the stream, and what is more than N requests old is done;
-// 0, the default: all work is done at once).
+// 0, the default: all work is done at once), --max-waits N (at most N
+// device waits in all runs: recycles of fragments whose work was not known
+// done; with no lag there should be none).
 // Prints one line per run; exits 1 when a promise is broken, 2 on a bad
 // trace or a failed call.
 //
@@ -132,11 +134,12 @@ cumem_caching_statistics_t statistics(const cumem_resource_t* cache) {
 int main(int argc, char** argv) {
   double max_ratio = 1.05, max_drift = 0;
   bool verbose = false;
-  uint64_t page_size = 0, lag = 0;
+  uint64_t page_size = 0, lag = 0, max_waits = UINT64_MAX;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--max-ratio") == 0 && i + 1 < argc) max_ratio = std::atof(argv[++i]);
     else if (std::strcmp(argv[i], "--max-drift") == 0 && i + 1 < argc) max_drift = std::atof(argv[++i]);
     else if (std::strcmp(argv[i], "--verbose") == 0) verbose = true;
+    else if (std::strcmp(argv[i], "--max-waits") == 0 && i + 1 < argc) max_waits = std::strtoull(argv[++i], nullptr, 0);
     else if (std::strcmp(argv[i], "--lag") == 0 && i + 1 < argc) lag = std::strtoull(argv[++i], nullptr, 0);
     else if (std::strcmp(argv[i], "--page-size") == 0 && i + 1 < argc) page_size = std::strtoull(argv[++i], nullptr, 0);
   }
@@ -246,6 +249,12 @@ int main(int argc, char** argv) {
     }
   }
   const cumem_caching_statistics_t s = statistics(cache);
+  if (s.recycle_waits > max_waits) {
+    std::printf("  BROKEN: %llu device waits before recycles, more than %llu\n",
+                static_cast<unsigned long long>(s.recycle_waits),
+                static_cast<unsigned long long>(max_waits));
+    broken = 1;
+  }
   std::printf("pages mapped %llu, unmapped %llu; requests on %zu recorded thread%s\n",
               static_cast<unsigned long long>(s.pages_mapped),
               static_cast<unsigned long long>(s.pages_unmapped), threads.count(),
