@@ -15,17 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "gpu_fixture.hpp"
+#include "batches_gpu_fixture.hpp"
 
 namespace {
 
 constexpr size_t KiB = 1024;
-
-cumem_batch_statistics_t batch_statistics() {
-  cumem_batch_statistics_t s = CUMEM_BATCH_STATISTICS_INIT;
-  EXPECT_EQ(cumem_batch_get_statistics(&s), CUMEM_SUCCESS) << cumem_last_error_message();
-  return s;
-}
 
 bool kernels_expected() {
   int32_t v = 0;
@@ -33,53 +27,8 @@ bool kernels_expected() {
   return v >= 13000;
 }
 
-class CopyKernelGpu : public GpuTest {
+class CopyKernelGpu : public BatchGpuTest {
  protected:
-  void SetUp() override {
-    GpuTest::SetUp();
-    if (IsSkipped()) return;
-    CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &stream));
-    CUMEM_ASSERT_OK(cumem_device_resource_create(device, nullptr, &device_mr));
-    CUMEM_ASSERT_OK(cumem_pinned_resource_create(device, nullptr, &pinned_mr));
-    CUMEM_ASSERT_OK(cumem_legacy_pinned_resource_create(device, &legacy_pinned_mr));
-  }
-  void TearDown() override {
-    for (cumem_buffer_t* b : buffers) cumem_buffer_release(b);
-    for (cumem_resource_t* r : {device_mr, pinned_mr, legacy_pinned_mr}) cumem_resource_release(r);
-    cumem_stream_release(stream);
-    GpuTest::TearDown();
-  }
-  cumem_buffer_t* make(cumem_resource_t* r, size_t size) {
-    cumem_buffer_t* b = nullptr;
-    EXPECT_EQ(cumem_resource_allocate(r, size, stream, &b), CUMEM_SUCCESS)
-        << cumem_last_error_message();
-    buffers.push_back(b);
-    return b;
-  }
-  void write(cumem_buffer_t* b, const std::vector<uint8_t>& data) {
-    cumem_buffer_t* stage = nullptr;
-    CUMEM_ASSERT_OK(cumem_buffer_wrap(const_cast<uint8_t*>(data.data()), data.size(), nullptr,
-                                      nullptr, &stage));
-    CUMEM_ASSERT_OK(cumem_buffer_copy_region(b, 0, stage, 0, data.size(), stream));
-    CUMEM_ASSERT_OK(cumem_stream_synchronize(stream));
-    cumem_buffer_release(stage);
-  }
-  std::vector<uint8_t> read(cumem_buffer_t* b, size_t size) {
-    std::vector<uint8_t> out(size, 0xCD);
-    cumem_buffer_t* stage = nullptr;
-    EXPECT_EQ(cumem_buffer_wrap(out.data(), size, nullptr, nullptr, &stage), CUMEM_SUCCESS);
-    EXPECT_EQ(cumem_buffer_copy_region(stage, 0, b, 0, size, stream), CUMEM_SUCCESS)
-        << cumem_last_error_message();
-    EXPECT_EQ(cumem_stream_synchronize(stream), CUMEM_SUCCESS);
-    cumem_buffer_release(stage);
-    return out;
-  }
-  static std::vector<uint8_t> random_bytes(size_t n, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::vector<uint8_t> v(n);
-    for (auto& x : v) x = static_cast<uint8_t>(rng());
-    return v;
-  }
   // n copies of `size` bytes from slot i of `src` to a shuffled slot of
   // `dst`, as one batch on `s`; `want` becomes what `dst` must then hold,
   // from `data` (src's bytes) over `before` (dst's).
@@ -115,11 +64,6 @@ class CopyKernelGpu : public GpuTest {
     EXPECT_EQ(after.copy_batches_looped, before.copy_batches_looped);
   }
 
-  cumem_stream_t* stream = nullptr;
-  cumem_resource_t* device_mr = nullptr;
-  cumem_resource_t* pinned_mr = nullptr;
-  cumem_resource_t* legacy_pinned_mr = nullptr;
-  std::vector<cumem_buffer_t*> buffers;
   std::vector<size_t> src_offsets, dst_offsets, sizes;
 };
 
