@@ -755,6 +755,7 @@ FAKE_CUDA_EXPORT void fake_vmm_counts(FakeVmmCounts* out) {
   for (const auto& [h, chunk] : s.chunks)
     if (!chunk.released) ++c.live_handles;
   c.live_bytes = live_bytes(s);
+  c.live_events = s.events.size();
   *out = c;
 }
 

@@ -26,6 +26,7 @@ struct FakeVmmCounts {
   uint64_t live_mappings;        // mapped and not unmapped
   uint64_t live_bytes;           // physical bytes still held (handles or mappings alive)
   uint64_t vmm_calls;            // every call of a virtual-memory entry point
+  uint64_t live_events;          // created and not destroyed
 };
 
 }  // extern "C"

@@ -21,16 +21,32 @@ CUstream native_of(uintptr_t key, const Stream* stream) {
 }  // namespace
 
 RecycleMarkers::~RecycleMarkers() {
-  if (!device_) return;
-  for (Entry& e : entries_) {
-    if (!e.event) continue;
-    try {
-      ScopedContext scope(*device_);
-      CUMEM_CU_CLEANUP(cuEventDestroy, (e.event), "destroying a recycle marker");
-    } catch (...) {
-      log::swallowed("destroying a recycle marker");
-    }
+  for (Entry& e : entries_) destroy(e);
+}
+
+void RecycleMarkers::destroy(Entry& e) noexcept {
+  if (!e.event || !device_) return;
+  try {
+    ScopedContext scope(*device_);
+    CUMEM_CU_CLEANUP(cuEventDestroy, (e.event), "destroying a recycle marker");
+  } catch (...) {
+    log::swallowed("destroying a recycle marker");
   }
+  e.event = nullptr;
+}
+
+bool RecycleMarkers::completed(Entry& e) noexcept {
+  if (!e.pending) return false;
+  CUresult r = CUDA_ERROR_NOT_READY;
+  try {
+    ScopedContext scope(*device_);
+    r = CUMEM_CU_QUIET(cuEventQuery, (e.event));
+  } catch (...) {
+  }
+  if (r != CUDA_SUCCESS) return false;
+  e.pending = false;
+  e.done_through = e.covers;
+  return true;
 }
 
 RecycleMarkers::Entry* RecycleMarkers::find(uintptr_t key) {
@@ -41,6 +57,16 @@ RecycleMarkers::Entry* RecycleMarkers::find(uintptr_t key) {
 
 RecycleMarkers::Entry& RecycleMarkers::entry(uintptr_t key) {
   if (Entry* e = find(key)) return *e;
+  if (entries_.size() >= kKept) {
+    // Streams come and go (a stream per request): the oldest entry without
+    // a pending marker (asked now) makes room.
+    for (auto it = entries_.begin(); it != entries_.end(); ++it)
+      if (!it->pending || completed(*it)) {
+        destroy(*it);
+        entries_.erase(it);
+        break;
+      }
+  }
   entries_.push_back(Entry{});
   entries_.back().key = key;
   return entries_.back();
@@ -61,16 +87,7 @@ bool RecycleMarkers::done(uintptr_t key, const Stream* stream, uint64_t freed_at
   if (!e) return false;
   if (e->pending && e->asked != generation_) {
     e->asked = generation_;
-    CUresult r = CUDA_ERROR_NOT_READY;
-    try {
-      ScopedContext scope(*device_);
-      r = CUMEM_CU_QUIET(cuEventQuery, (e->event));
-    } catch (...) {
-    }
-    if (r == CUDA_SUCCESS) {
-      e->pending = false;
-      e->done_through = e->covers;
-    }
+    (void)completed(*e);
   }
   return freed_at <= e->done_through;
 }

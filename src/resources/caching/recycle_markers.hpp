@@ -59,7 +59,15 @@ class RecycleMarkers {
     bool foreign_done = false;   // a foreign stream's answer in that generation
   };
   Entry* find(uintptr_t key);
+  // The key's entry, made if need be; beyond kKept entries, one with no
+  // pending marker goes first (its event destroyed: its pieces are then
+  // not known done until a new marker).
   Entry& entry(uintptr_t key);
+  static constexpr size_t kKept = 16;
+  void destroy(Entry& e) noexcept;
+  // Asks the driver whether e's pending marker has completed; if so, its
+  // frees are done (done_through) and nothing is pending.
+  bool completed(Entry& e) noexcept;
 
   const Device* device_;
   std::vector<Entry> entries_;

@@ -268,6 +268,25 @@ TEST_F(ExpandableCache, FragmentsWithWorkQueuedAreRecycledAfterAWait) {
   fake.finish_stream(static_cast<CUstream>(native));
 }
 
+// Each stream that maps pages gets a marker (an event); many streams (one
+// per request, say) leave at most 16 of them, not one each.
+TEST_F(ExpandableCache, RecycleMarkersStayBoundedOverManyStreams) {
+  const uint64_t events = fake.counts().live_events;
+  std::vector<std::pair<void*, cumem_stream_t*>> held;
+  for (int i = 0; i < 40; ++i) {
+    cumem_stream_t* s = nullptr;
+    CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &s));
+    held.emplace_back(allocate(20 * MiB, s), s);  // new pages in the stream's range: a marker
+  }
+  EXPECT_EQ(caching_of(cache).pages_mapped, 40u) << "every stream mapped its own";
+  EXPECT_LE(fake.counts().live_events - events, 16u);
+  for (auto& [p, s] : held) {
+    free(p, 20 * MiB, s);
+    cumem_stream_release(s);
+  }
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
+}
+
 TEST_F(ExpandableCache, OutOfMemoryUnmapsTheCacheAndRetries) {
   fake.set_memory(100 * MiB);
   cumem_stream_t* other = nullptr;
