@@ -744,7 +744,7 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
         if (marked) {
           pending.clear();
           markers_.begin();
-          bytes += expandable_->recycle(rounded, key, spans, done);
+          bytes += expandable_->recycle(rounded, key, spans, done, wanted - bytes);
         }
       }
       if (bytes < wanted) {
@@ -752,7 +752,7 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
         device_->synchronize();
         central_.segments->forget_streams({});
         central_.streams.clear();
-        bytes += expandable_->recycle(rounded, key, spans);
+        bytes += expandable_->recycle(rounded, key, spans, nullptr, wanted - bytes);
       }
     } else {
       bytes = expandable_->recycle(rounded, key, spans);

@@ -190,9 +190,10 @@ uint64_t ExpandableSegments::fragment_bytes(uint64_t rounded, uintptr_t key) con
 
 uint64_t ExpandableSegments::recycle(uint64_t rounded, uintptr_t key,
                                      std::vector<std::pair<char*, uint64_t>>* spans_out,
-                                     const std::function<bool(const Piece&)>& done) {
+                                     const std::function<bool(const Piece&)>& done,
+                                     uint64_t at_most) {
   const Spot spot = find_spot(rounded, key);
-  uint64_t left = bytes_to_map(spot, rounded), unmapped = 0;
+  uint64_t left = std::min(bytes_to_map(spot, rounded), at_most), unmapped = 0;
   const std::vector<Span> spans = whole_pages(rounded);
   if (spans_out) spans_out->reserve(spans_out->size() + spans.size());  // no throw below
   for (const Span& s : spans) {

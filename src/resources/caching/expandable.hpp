@@ -86,11 +86,13 @@ class ExpandableSegments : public Segments {
   // Only after a wait for the device (the fragments' work is done).
   // `done`, when given, says which fragments recycle() may unmap (those
   // whose work is done: recycle_markers.hpp); the others stay. Without it,
-  // every fragment (after a wait for the device).
+  // every fragment (after a wait for the device). `at_most`: the bytes it
+  // may still unmap (what an earlier call for the same block left to do).
   uint64_t fragment_bytes(uint64_t rounded, uintptr_t key) const;
   uint64_t recycle(uint64_t rounded, uintptr_t key,
                    std::vector<std::pair<char*, uint64_t>>* spans = nullptr,
-                   const std::function<bool(const Piece&)>& done = nullptr);
+                   const std::function<bool(const Piece&)>& done = nullptr,
+                   uint64_t at_most = UINT64_MAX);
 
   // Grants (read_write) or revokes device `ordinal`'s access to every
   // range's pages, now and in ranges reserved later; all or nothing.
