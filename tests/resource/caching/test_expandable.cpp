@@ -467,6 +467,35 @@ TEST_F(TwoPageSizes, APeerAccessThatFailsOnOneRangeChangesNone) {
   EXPECT_EQ(calls.take(), "reserve R3 1000/2, map R3 0+4");
 }
 
+// A recycle in passes (the adaptor's: fragments known done first, then
+// the others): `done` leaves the fragments it refuses mapped, and a later
+// pass for the same block unmaps only what the first left to do.
+TEST_F(Expandable, ARecycleInPassesUnmapsOnlyWhatTheBlockNeeds) {
+  std::vector<void*> in_use;
+  in_use.push_back(allocate(20 * MiB));
+  void* f1 = allocate(20 * MiB);  // at 20
+  in_use.push_back(allocate(20 * MiB));
+  void* f2 = allocate(80 * MiB);  // at 60
+  in_use.push_back(allocate(20 * MiB));
+  void* f3 = allocate(40 * MiB);  // at 160
+  in_use.push_back(allocate(20 * MiB));
+  for (void* f : {f1, f2, f3}) segments.put_back(f, 1);
+  calls.take();
+  // 90 MiB fits no free piece: 100 MiB of new pages, and 140 of fragments.
+  const uint64_t wanted = segments.fragment_bytes(90 * MiB, 1);
+  EXPECT_EQ(wanted, 100 * MiB);
+  // Pass 1: only f1's work is known done.
+  const uint64_t first = segments.recycle(90 * MiB, 1, nullptr,
+                                          [&](const Piece& p) { return p.ptr == f1; });
+  EXPECT_EQ(first, 20 * MiB);
+  EXPECT_EQ(calls.take(), "unmap R1 20+20") << "f2 and f3 stay mapped";
+  // Pass 2: the rest, at most the 80 MiB pass 1 left (without the limit it
+  // would unmap 100 more: f2 and half of f3).
+  EXPECT_EQ(segments.recycle(90 * MiB, 1, nullptr, nullptr, wanted - first), 80 * MiB);
+  EXPECT_EQ(calls.take(), "unmap R1 60+80") << "f2, the largest; f3 stays";
+  EXPECT_EQ(segments.free_bytes(), 40 * MiB);
+}
+
 TEST_F(Expandable, ARangeWithBlocksInUseOutlivesTheSegments) {
   {
     Calls local;
