@@ -718,8 +718,8 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
   // free has completed) go first, without a wait; if they are not enough, a
   // marker recorded now on the others' streams is asked once (a device
   // that has caught up with the host has finished them too); only then is
-  // the device waited for, and the rest go. (Waiting at every recycle cost
-  // ResNet-50 9 % of its steps/s on the H200, one wait per training step.)
+  // the device waited for, and the rest go. (Waiting at every recycle meant
+  // about one device wait per ResNet-50 training step on the H200.)
   void recycle_fragments(uint64_t rounded, uintptr_t key) {
     const uint64_t wanted = expandable_->fragment_bytes(rounded, key);
     if (wanted == 0) return;
