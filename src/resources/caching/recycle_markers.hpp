@@ -1,22 +1,22 @@
 // Markers that tell the expandable cache when the work of freed pieces is
 // done, so that it can unmap their pages (recycle them) without waiting for
 // the device. A cache recycles the whole pages of free fragments before it
-// maps new ones (caching_resource.cpp, recycle_fragments); unmapping needs
-// the fragments' last users to have finished, and a device-wide wait for
-// that came about once per training step (ResNet-50 on the H200, run E of
-// 2026-12-04, whose second training ran at 91 % of PyTorch's steps/s): it
-// drains the queue the host had filled. Instead, each free stamps its piece with the
-// segments' clock (Segments::clock), and the cache records a marker (an
-// event) on a stream when it maps pages for it, and on a fragment's stream
-// when a recycle needs it: a piece is done when a marker recorded after its
-// free has completed.
+// maps new ones (caching_resource.cpp, recycle_fragments); unmapping needs the
+// fragments' last users to have finished, and a device-wide wait for that came
+// about once per training step (ResNet-50 on the H200, run E of 2026-12-04,
+// whose second training ran at 91 % of PyTorch's steps/s): it drains the queue
+// the host had filled. Instead, each free stamps its piece with the segments'
+// clock (Segments::clock), and the cache records a marker (an event) on a
+// stream when it maps pages for it, and on a fragment's stream when a recycle
+// needs it: a piece is done when a marker recorded after its free has
+// completed.
 //
-// Per stream key: the legacy default stream and libcumem's own streams get
-// an event of the cache's; a foreign stream (a framework's) is never
-// touched after its free, and its own free marker (Stream::marker_done)
-// says whether all its frees are done; a per-thread default stream cannot
-// be named from here, and its pieces are done only after a device wait.
-// Under the adaptor's central lock.
+// Per stream key: the legacy default stream and libcumem's own streams get an
+// event of the cache's; a foreign stream (a framework's) is never touched
+// after its free, and its own free marker (Stream::marker_done) says whether
+// all its frees are done; a per-thread default stream cannot be named from
+// here, and its pieces are done only after a device wait. Under the adaptor's
+// central lock.
 #pragma once
 
 #include <cstdint>
