@@ -1,5 +1,9 @@
-// Two GPUs: peer access to pools and allocations, and the errors for
-// objects of another device. Skips on machines with one GPU.
+// Two GPUs: peer access to pools and allocations, peer access through
+// cumem_resource_set_peer_access on every kind that has it (used by a kernel
+// on the peer), and the errors for objects of another device. Skips on
+// machines with one GPU.
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -75,6 +79,164 @@ TEST_F(PeerTest, PoolAccessGrantQueryRevoke) {
   cumem_resource_release(host);
   cumem_resource_release(res1);
   cumem_resource_release(pool0);
+}
+
+// read_words(const unsigned* src, unsigned* dst, unsigned long long n):
+// dst[i] = src[i], a grid-stride loop; `nvcc -arch=compute_75 -ptx` (CUDA
+// 13.0) of
+//   extern "C" __global__ void read_words(const unsigned* src, unsigned* dst,
+//                                         unsigned long long n) {
+//     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x
+//          + threadIdx.x; i < n; i += (unsigned long long)gridDim.x * blockDim.x)
+//       dst[i] = src[i];
+//   }
+// A kernel, not a copy: the copy engines reach a peer's memory without
+// access, the peer's SMs only with it.
+const char kReadWordsPtx[] = R"ptx(.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry read_words(
+	.param .u64 read_words_param_0,
+	.param .u64 read_words_param_1,
+	.param .u64 read_words_param_2
+)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<6>;
+	.reg .b64 	%rd<18>;
+	ld.param.u64 	%rd8, [read_words_param_0];
+	ld.param.u64 	%rd9, [read_words_param_1];
+	ld.param.u64 	%rd10, [read_words_param_2];
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd1, %r2;
+	mul.wide.u32 	%rd11, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd12, %r3;
+	add.s64 	%rd17, %rd11, %rd12;
+	setp.ge.u64 	%p1, %rd17, %rd10;
+	@%p1 bra 	$L__BB0_3;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd13, %r4;
+	mul.lo.s64 	%rd3, %rd13, %rd1;
+	cvta.to.global.u64 	%rd4, %rd8;
+	cvta.to.global.u64 	%rd5, %rd9;
+$L__BB0_2:
+	shl.b64 	%rd14, %rd17, 2;
+	add.s64 	%rd15, %rd4, %rd14;
+	ld.global.u32 	%r5, [%rd15];
+	add.s64 	%rd16, %rd5, %rd14;
+	st.global.u32 	[%rd16], %r5;
+	add.s64 	%rd17, %rd17, %rd3;
+	setp.lt.u64 	%p2, %rd17, %rd10;
+	@%p2 bra 	$L__BB0_2;
+$L__BB0_3:
+	ret;
+}
+)ptx";
+
+// Device 0's memory from every kind whose access can be set, granted to
+// device 1 with cumem_resource_set_peer_access and read there by a kernel:
+// a block allocated before the grant and one after (the expandable cache
+// maps pages for it then: they get the access too), then revoked.
+TEST_F(PeerTest, EveryKindGrantsAPeerAccessThatItsKernelsUse) {
+  cumem_bool_t can = CUMEM_FALSE;
+  CUMEM_ASSERT_OK(cumem_device_can_access_peer(other, device, &can));
+  if (!can) GTEST_SKIP() << "device 1 cannot access device 0's memory on this machine";
+  cumem_library_t* library = nullptr;
+  CUMEM_ASSERT_OK(cumem_library_load_data(other, kReadWordsPtx, sizeof kReadWordsPtx, &library));
+  cumem_kernel_t* kernel = nullptr;
+  const cumem_status_t got = cumem_library_get_kernel(library, "read_words", &kernel);
+  cumem_library_release(library);
+  CUMEM_ASSERT_OK(got);
+  cumem_stream_t* s1 = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_create(other, nullptr, &s1));
+  cumem_resource_t* on1 = nullptr;
+  cumem_resource_t* host = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(other, nullptr, &on1));
+  CUMEM_ASSERT_OK(cumem_legacy_pinned_resource_create(device, &host));
+
+  cumem_pool_options_t po = CUMEM_POOL_OPTIONS_INIT;
+  po.new_pool = CUMEM_TRUE;
+  cumem_resource_t* pool = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, &po, &pool));
+  cumem_resource_t* pool_for_cache = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, &po, &pool_for_cache));
+  cumem_resource_t* virt = nullptr;
+  CUMEM_ASSERT_OK(cumem_virtual_resource_create(device, nullptr, &virt));
+  cumem_resource_t* cache = nullptr;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(pool_for_cache, &cache));
+  cumem_resource_t* device_memory = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, nullptr, &device_memory));
+  cumem_caching_resource_options_t eo = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+  eo.expandable = CUMEM_TRUE;
+  cumem_resource_t* expandable = nullptr;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create_with_options(device_memory, &eo, &expandable));
+  struct Kind {
+    const char* name;
+    cumem_resource_t* resource;
+  };
+  const Kind kinds[] = {{"a new pool", pool},
+                        {"the virtual-memory resource", virt},
+                        {"the caching adaptor over a pool", cache},
+                        {"the expandable cache", expandable}};
+  uint32_t pattern = 0xA5000000u;
+  for (const Kind& k : kinds) {
+    SCOPED_TRACE(k.name);
+    cumem_bool_t access = CUMEM_TRUE;
+    CUMEM_ASSERT_OK(cumem_resource_get_peer_access(k.resource, other, &access));
+    EXPECT_EQ(access, CUMEM_FALSE) << "no access before the grant";
+    CUMEM_ASSERT_OK(cumem_resource_get_peer_access(k.resource, device, &access));
+    EXPECT_EQ(access, CUMEM_TRUE) << "its own device";
+    cumem_buffer_t* before = nullptr;
+    CUMEM_ASSERT_OK(cumem_resource_allocate(k.resource, 4u << 20, nullptr, &before));
+    CUMEM_ASSERT_OK(cumem_resource_set_peer_access(k.resource, other, CUMEM_TRUE));
+    CUMEM_ASSERT_OK(cumem_resource_get_peer_access(k.resource, other, &access));
+    EXPECT_EQ(access, CUMEM_TRUE);
+    cumem_buffer_t* after = nullptr;
+    CUMEM_ASSERT_OK(cumem_resource_allocate(k.resource, 24u << 20, nullptr, &after));
+    for (cumem_buffer_t* src : {before, after}) {
+      size_t size = 0;
+      CUMEM_ASSERT_OK(cumem_buffer_size(src, &size));
+      ++pattern;
+      CUMEM_ASSERT_OK(cumem_buffer_fill(src, pattern, 4, nullptr));
+      CUMEM_ASSERT_OK(cumem_device_synchronize(device));
+      cumem_buffer_t* dst = nullptr;
+      cumem_buffer_t* check = nullptr;
+      CUMEM_ASSERT_OK(cumem_resource_allocate(on1, size, s1, &dst));
+      CUMEM_ASSERT_OK(cumem_resource_allocate(host, size, nullptr, &check));
+      CUMEM_ASSERT_OK(cumem_buffer_fill(dst, 0, 1, s1));
+      void* src_ptr = nullptr;
+      void* dst_ptr = nullptr;
+      CUMEM_ASSERT_OK(cumem_buffer_ptr(src, &src_ptr));
+      CUMEM_ASSERT_OK(cumem_buffer_ptr(dst, &dst_ptr));
+      unsigned long long n = size / 4;
+      void* args[] = {&src_ptr, &dst_ptr, &n};
+      cumem_launch_config_t config = CUMEM_LAUNCH_CONFIG_INIT;
+      config.grid[0] = 264;
+      config.block[0] = 256;
+      CUMEM_ASSERT_OK(cumem_launch(kernel, s1, &config, args, 3));
+      CUMEM_ASSERT_OK(cumem_buffer_copy_to(dst, check, s1));
+      CUMEM_ASSERT_OK(cumem_stream_synchronize(s1));
+      void* p = nullptr;
+      CUMEM_ASSERT_OK(cumem_buffer_ptr(check, &p));
+      size_t wrong = 0;
+      for (size_t i = 0; i < n; ++i) wrong += static_cast<uint32_t*>(p)[i] != pattern;
+      EXPECT_EQ(wrong, 0u) << (src == before ? "allocated before the grant" : "after it");
+      cumem_buffer_release(dst);
+      cumem_buffer_release(check);
+    }
+    cumem_buffer_release(before);
+    cumem_buffer_release(after);
+    CUMEM_ASSERT_OK(cumem_device_synchronize(device));
+    CUMEM_ASSERT_OK(cumem_resource_set_peer_access(k.resource, other, CUMEM_FALSE));
+    CUMEM_ASSERT_OK(cumem_resource_get_peer_access(k.resource, other, &access));
+    EXPECT_EQ(access, CUMEM_FALSE) << "revoked";
+  }
+  for (cumem_resource_t* r : {expandable, device_memory, cache, virt, pool_for_cache, pool, host, on1})
+    cumem_resource_release(r);
+  cumem_stream_release(s1);
+  cumem_kernel_release(kernel);
 }
 
 TEST_F(PeerTest, EnablePeerAccessIsIdempotent) {
