@@ -46,8 +46,8 @@ static void on_prof(int sig) {
 }
 
 static timer_t timer;
-/* A realtime signal of its own: SIGPROF and ITIMER_PROF gave no sample in
- * a PyTorch process (something there takes them over). */
+/* A realtime signal of its own, which no profiler or handler of the
+ * process (Python's, PyTorch's) uses, rather than SIGPROF. */
 #define SAMPLE_SIGNAL (SIGRTMIN + 7)
 
 __attribute__((constructor)) static void start(void) {
