@@ -88,7 +88,6 @@ using namespace caching;
 
 struct Counters {
   uint64_t hits = 0, misses = 0, reuses = 0;
-  uint64_t recycles = 0, recycle_waits = 0;  // central only (recycle_fragments)
 };
 
 // One thread's cache (or, for the shared shard, that of the threads beyond
@@ -116,6 +115,7 @@ struct Central {
   std::unique_ptr<Segments> segments;
   StreamRefs streams;
   Counters counts;
+  uint64_t recycles = 0, recycle_waits = 0;  // recycle_fragments' (expandable)
   SmallSegments small_segments;  // for snapshots: every small upstream allocation held
 };
 
@@ -192,8 +192,8 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
       std::lock_guard<std::mutex> lock(central_.mutex);
       c.bytes_cached += central_.small_cached + central_.segments->free_bytes();
       add(central_.counts);
-      c.recycles = central_.counts.recycles;
-      c.recycle_waits = central_.counts.recycle_waits;
+      c.recycles = central_.recycles;
+      c.recycle_waits = central_.recycle_waits;
       if (expandable_) {
         c.pages_mapped = expandable_->pages_mapped();
         c.pages_unmapped = expandable_->pages_unmapped();
@@ -723,7 +723,7 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
   void recycle_fragments(uint64_t rounded, uintptr_t key) {
     const uint64_t wanted = expandable_->fragment_bytes(rounded, key);
     if (wanted == 0) return;
-    ++central_.counts.recycles;
+    ++central_.recycles;
     std::vector<std::pair<char*, uint64_t>> unmapped;
     std::vector<std::pair<char*, uint64_t>>* spans = history::on() ? &unmapped : nullptr;
     uint64_t bytes = 0;
@@ -748,7 +748,7 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
         }
       }
       if (bytes < wanted) {
-        ++central_.counts.recycle_waits;
+        ++central_.recycle_waits;
         device_->synchronize();
         central_.segments->forget_streams({});
         central_.streams.clear();
