@@ -15,7 +15,10 @@
 //      every method;
 //   2. batched prefetch of 1,000 managed buffers of 64 KiB (62.5 MiB in all)
 //      to the device: host time of one cumem_prefetch_batch against 1,000
-//      cuMemPrefetchAsync calls (and 1,000 cumem_buffer_prefetch calls);
+//      cuMemPrefetchAsync calls (and 1,000 cumem_buffer_prefetch calls), for
+//      buffers that are allocations of their own (cuMemAllocManaged, the
+//      managed pool) and for buffers in one allocation (slices of one
+//      buffer; 256 KiB blocks of a caching adaptor over managed memory);
 //   3. bandwidth of every copy path libcumem has (copy_to, copy_region, a
 //      batch of one, a batch of 16 pieces) against cuMemcpyAsync of the same
 //      bytes: 1 GiB device to device, 256 MiB each way with pinned memory.
@@ -312,24 +315,49 @@ bool small_copies(const Env& env, const char* name, cumem_resource_t* from, cume
   return all_ok;
 }
 
-// 2. Prefetch of 1,000 managed buffers to the device, each way.
-// `pooled`: the buffers from the device's managed pool, else one
-// cuMemAllocManaged each (neighbours touch either way on the H200, and the
-// driver still refuses a range across two of them).
-void prefetches(const Env& env, bool pooled) {
+// 2. Prefetch of 1,000 managed buffers to the device, each way, by where
+// the buffers come from:
+//   a. cuMemAllocManaged each;   b. the device's managed pool (neighbours
+//   there touch on the H200, and the driver still refuses a range across
+//   two allocations, so both stay 1,000 ranges);
+//   c. slices of one managed allocation;   d. a caching adaptor over the
+//   managed resource (blocks of 256 KiB: pieces of its segments).
+// In c and d the buffers that touch are one range for the driver.
+enum class Source { allocations, pool, slices, cache };
+
+const char* source_name(Source s) {
+  switch (s) {
+    case Source::allocations: return "cuMemAllocManaged each";
+    case Source::pool: return "from the managed pool";
+    case Source::slices: return "slices of one managed allocation";
+    case Source::cache: return "a caching adaptor over managed memory";
+  }
+  return "?";
+}
+
+void prefetches(const Env& env, Source source) {
+  const char tag = "abcd"[static_cast<int>(source)];
   cumem_managed_resource_options_t o = CUMEM_MANAGED_RESOURCE_OPTIONS_INIT;
-  o.disable_pool = pooled ? CUMEM_FALSE : CUMEM_TRUE;
+  o.disable_pool = source == Source::pool ? CUMEM_FALSE : CUMEM_TRUE;
   cumem_resource_t* managed = nullptr;
   if (cumem_managed_resource_create(env.device, &o, &managed) != CUMEM_SUCCESS) {
-    std::printf("\n2%s. batched prefetch: skipped (%s)\n", pooled ? "b" : "",
-                cumem_last_error_message());
+    std::printf("\n2%c. batched prefetch: skipped (%s)\n", tag, cumem_last_error_message());
     return;
   }
-  const size_t each = 64 * KiB;
+  const size_t each = source == Source::cache ? 256 * KiB : 64 * KiB;
+  cumem_resource_t* from = managed;
+  if (source == Source::cache) ok(cumem_caching_resource_create(managed, &from), "cache");
+  cumem_buffer_t* whole = nullptr;  // the one allocation of the slices
+  if (source == Source::slices) {
+    ok(cumem_resource_allocate(managed, each * kCopies, env.stream, &whole), "allocate managed");
+  }
   std::vector<cumem_buffer_t*> buffers(kCopies);
   std::vector<CUdeviceptr> ptrs(kCopies);
   for (int i = 0; i < kCopies; ++i) {
-    ok(cumem_resource_allocate(managed, each, env.stream, &buffers[i]), "allocate managed");
+    if (whole)
+      ok(cumem_buffer_slice(whole, each * i, each, &buffers[i]), "slice");
+    else
+      ok(cumem_resource_allocate(from, each, env.stream, &buffers[i]), "allocate managed");
     ptrs[i] = reinterpret_cast<CUdeviceptr>(ptr_of(buffers[i]));
     std::memset(ptr_of(buffers[i]), i & 0xFF, each);  // touch on the host
   }
@@ -361,14 +389,24 @@ void prefetches(const Env& env, bool pooled) {
           ok(cumem_buffer_prefetch(buffers[i], dev, env.stream), "cumem_buffer_prefetch");
       },
       back);
+  // Where the pages are after the batch: every buffer's last prefetch.
+  env.wait();
+  ok(cumem_prefetch_batch(env.stream, kCopies, buffers.data(), &dev, 1), "cumem_prefetch_batch");
+  env.wait();
+  int on_device = 0;
+  for (cumem_buffer_t* b : buffers) {
+    cumem_location_t l{};
+    ok(cumem_buffer_get_last_prefetch_location(b, &l), "last prefetch location");
+    on_device += l.type == CUMEM_LOCATION_DEVICE && l.id == 0 ? 1 : 0;
+  }
+  if (on_device != kCopies) die("a buffer's pages are not on the device after the batch");
   cumem_batch_statistics_t s = CUMEM_BATCH_STATISTICS_INIT;
   ok(cumem_batch_get_statistics(&s), "statistics");
   size_t touching = 0;
   for (int i = 1; i < kCopies; ++i) touching += ptrs[i] == ptrs[i - 1] + each ? 1 : 0;
-  std::printf("\n2%s. prefetch of %d managed buffers of 64 KiB (%s; %zu touch the one before) to "
+  std::printf("\n2%c. prefetch of %d managed buffers of %zu KiB (%s; %zu touch the one before) to "
               "the device, host us (median of %d)\n",
-              pooled ? "b" : "", kCopies, pooled ? "from the managed pool" : "cuMemAllocManaged each",
-              touching, kReps);
+              tag, kCopies, each / KiB, source_name(source), touching, kReps);
   std::printf("  cumem_prefetch_batch %10.1f (%s)\n", batch,
               s.driver_prefetch_batch ? "cuMemPrefetchBatchAsync" : "the loop: no batch call");
   std::printf("  cuMemPrefetchAsync x%d %8.1f\n", kCopies, loop);
@@ -379,10 +417,18 @@ void prefetches(const Env& env, bool pooled) {
     cumem_buffer_close(b, env.stream);
     cumem_buffer_release(b);
   }
+  if (whole) {
+    cumem_buffer_close(whole, env.stream);
+    cumem_buffer_release(whole);
+  }
+  if (from != managed) cumem_resource_release(from);
+  if (source != Source::allocations) {
+    cumem_resource_release(managed);
+    return;
+  }
   // The floor: the same bytes as one managed allocation, one
   // cuMemPrefetchAsync (what the driver's work per page costs the host,
   // whatever the number of calls).
-  cumem_buffer_t* whole = nullptr;
   ok(cumem_resource_allocate(managed, each * kCopies, env.stream, &whole), "allocate managed");
   std::memset(ptr_of(whole), 1, each * kCopies);
   const CUdeviceptr whole_ptr = reinterpret_cast<CUdeviceptr>(ptr_of(whole));
@@ -495,8 +541,8 @@ int main() {
   all_ok &= small_copies(env, "device -> pinned host", env.device_mr, env.pinned_mr);
   all_ok &= small_copies(env, "pinned host -> device", env.pinned_mr, env.device_mr);
 
-  prefetches(env, false);
-  prefetches(env, true);
+  for (Source source : {Source::allocations, Source::pool, Source::slices, Source::cache})
+    prefetches(env, source);
 
   std::printf("\n3. bandwidth against cuMemcpyAsync (GB/s), and each libcumem path as %% of it:\n"
               "  %-26s %8s   %8s  %8s  %8s  %8s\n", "", "driver", "copy_to", "region",

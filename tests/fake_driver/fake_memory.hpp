@@ -46,6 +46,12 @@ struct FakeMemoryState {
   // (cuLibraryLoadData calls, refused ones too) since the process began.
   std::vector<FakeKernelLaunch> launches;
   int libraries_loaded = 0;
+  // While true, managed allocations lie one after the other, no gap
+  // between them (as neighbours from a pool may): a range across two of
+  // them is still refused, as the real driver may.
+  bool adjacent_managed = false;
+  // cuMemGetAddressRange calls since the process began.
+  int address_range_queries = 0;
 
   void clear() {
     std::lock_guard<std::mutex> lock(mutex);

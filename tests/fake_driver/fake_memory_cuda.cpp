@@ -78,8 +78,27 @@ Allocation* find(uintptr_t p, size_t n, uintptr_t* base) {
   return &it->second;
 }
 
+// Managed allocations one after the other, without a gap, while the test
+// asks for it (FakeMemoryState::adjacent_managed): never freed.
+alignas(256) char managed_arena[4 << 20];
+size_t managed_arena_used = 0;  // guarded by state.mutex
+bool in_arena(uintptr_t p) {
+  const auto base = reinterpret_cast<uintptr_t>(managed_arena);
+  return p >= base && p < base + sizeof managed_arena;
+}
+
 void* allocate(size_t size, Kind kind) {
-  void* p = std::aligned_alloc(256, (size + 255) / 256 * 256);
+  const size_t rounded = (size + 255) / 256 * 256;
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (kind == Kind::managed && state.adjacent_managed) {
+      if (managed_arena_used + rounded > sizeof managed_arena) return nullptr;
+      p = managed_arena + managed_arena_used;
+      managed_arena_used += rounded;
+    }
+  }
+  if (!p) p = std::aligned_alloc(256, rounded);
   if (!p) return nullptr;
   std::memset(p, 0xCD, size);
   std::lock_guard<std::mutex> lock(state.mutex);
@@ -96,7 +115,7 @@ CUresult release(uintptr_t p, Kind kind) {
   auto it = allocations.find(p);
   if (it == allocations.end() || it->second.kind != kind) return CUDA_ERROR_INVALID_VALUE;
   allocations.erase(it);
-  std::free(reinterpret_cast<void*>(p));
+  if (!in_arena(p)) std::free(reinterpret_cast<void*>(p));
   return CUDA_SUCCESS;
 }
 
@@ -280,7 +299,7 @@ CUresult CUDAAPI fake_cuMemFree(CUdeviceptr ptr) {
     auto it = allocations.find(static_cast<uintptr_t>(ptr));
     if (it != allocations.end() && it->second.kind == Kind::managed) {
       allocations.erase(it);
-      std::free(reinterpret_cast<void*>(ptr));
+      if (!in_arena(static_cast<uintptr_t>(ptr))) std::free(reinterpret_cast<void*>(ptr));
       return CUDA_SUCCESS;
     }
   }
@@ -299,6 +318,17 @@ CUresult CUDAAPI fake_cuMemAllocManaged(CUdeviceptr* ptr, size_t size, unsigned 
   void* p = allocate(size, Kind::managed);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   *ptr = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+// The allocation holding dptr, as the real driver reports it.
+CUresult CUDAAPI fake_cuMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr dptr) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.address_range_queries += 1;
+  uintptr_t start = 0;
+  Allocation* a = find(static_cast<uintptr_t>(dptr), 1, &start);
+  if (!a) return CUDA_ERROR_NOT_FOUND;
+  if (base) *base = static_cast<CUdeviceptr>(start);
+  if (size) *size = a->size;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fake_cuMemsetD8Async(CUdeviceptr p, unsigned char value, size_t n, CUstream s) {
@@ -501,6 +531,7 @@ const Entry served[] = {
     FAKE_ENTRY(cuMemHostAlloc, 2020, 0),
     FAKE_ENTRY(cuMemFreeHost, 2000, 0),
     FAKE_ENTRY(cuMemAllocManaged, 6000, 0),
+    FAKE_ENTRY(cuMemGetAddressRange, 3020, 0),
     FAKE_ENTRY(cuMemsetD8Async, 3020, 0),
     FAKE_ENTRY(cuMemcpyAsync, 4000, 0),
     FAKE_ENTRY(cuMemPrefetchAsync, 12020, 0),

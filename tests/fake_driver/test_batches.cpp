@@ -9,6 +9,7 @@
 //   Cuda128*               FAKE_CUDA_VERSION=12080: 12.8's cuMemcpyBatchAsync.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -494,6 +495,111 @@ TEST_F(Batches, ManagedPrefetchBatchGoesAsOneCallAndIsRecorded) {
   cumem_buffer_release(half);
 }
 
+int address_range_queries() {
+  std::lock_guard<std::mutex> lock(fake().mutex);
+  return fake().address_range_queries;
+}
+
+// Buffers that touch in one allocation and go to the same location are one
+// range for the driver (its cost is per range): here slices of one buffer,
+// given out of order; a different location keeps its own range. One
+// cuMemGetAddressRange per range, not per buffer.
+TEST_F(Batches, ManagedSlicesThatTouchArePrefetchedAsOneRange) {
+  cumem_buffer_t* whole = make(managed_mr, 16384, 0);
+  cumem_buffer_t* s[4] = {};
+  const size_t at[4] = {8192, 0, 4096, 12288};
+  for (int i = 0; i < 4; ++i) CUMEM_ASSERT_OK(cumem_buffer_slice(whole, at[i], 4096, &s[i]));
+  const cumem_location_t dev = {CUMEM_LOCATION_DEVICE, 0};
+  const cumem_batch_statistics_t before = batch_statistics();
+  const int queries = address_range_queries();
+  CUMEM_ASSERT_OK(cumem_prefetch_batch(stream, 4, s, &dev, 1));
+  EXPECT_EQ(log(), (std::vector<std::string>{"prefetch_batch stream=" + stream_name(stream) +
+                                             " buffers=1 locations=1"}));
+  EXPECT_EQ(address_range_queries(), queries + 1);
+  for (cumem_buffer_t* b : s) EXPECT_TRUE(is(last_prefetch(b), CUMEM_LOCATION_DEVICE, 0));
+  EXPECT_TRUE(is(last_prefetch(whole), CUMEM_LOCATION_DEVICE, 0)) << "every page moved";
+  EXPECT_EQ(batch_statistics().prefetches, before.prefetches + 4) << "counted per buffer";
+  // The slice at 12288 elsewhere: [0, 12288) stays one range.
+  const cumem_location_t split[4] = {dev, dev, dev, {CUMEM_LOCATION_HOST, 0}};
+  fake().clear();
+  CUMEM_ASSERT_OK(cumem_prefetch_batch(stream, 4, s, split, 4));
+  EXPECT_EQ(log(), (std::vector<std::string>{"prefetch_batch stream=" + stream_name(stream) +
+                                             " buffers=2 locations=2"}));
+  EXPECT_TRUE(is(last_prefetch(s[3]), CUMEM_LOCATION_HOST, 0));
+  EXPECT_TRUE(is(last_prefetch(s[0]), CUMEM_LOCATION_DEVICE, 0));
+  // Discards and discard-and-prefetch join them the same way.
+  fake().clear();
+  CUMEM_ASSERT_OK(cumem_discard_batch(stream, 4, s));
+  CUMEM_ASSERT_OK(cumem_discard_prefetch_batch(stream, 4, s, &dev, 1));
+  EXPECT_EQ(log(), (std::vector<std::string>{
+                       "discard_batch stream=" + stream_name(stream) + " buffers=1",
+                       "discard_prefetch_batch stream=" + stream_name(stream) +
+                           " buffers=1 locations=1"}));
+  // Slices with a gap between them stay two ranges.
+  cumem_buffer_t* apart[2] = {s[1], s[0]};  // [0, 4096) and [8192, 12288)
+  fake().clear();
+  CUMEM_ASSERT_OK(cumem_prefetch_batch(stream, 2, apart, &dev, 1));
+  EXPECT_EQ(log(), (std::vector<std::string>{"prefetch_batch stream=" + stream_name(stream) +
+                                             " buffers=2 locations=1"}));
+  for (cumem_buffer_t* b : s) cumem_buffer_release(b);
+}
+
+// Separate allocations that touch (as neighbours from a pool, or from
+// cuMemAllocManaged, often do on the H200): the driver refuses a range
+// across two of them, so each stays its own range, and no call is refused.
+TEST_F(Batches, ManagedAllocationsThatTouchStayOneRangeEach) {
+  {
+    std::lock_guard<std::mutex> lock(fake().mutex);
+    fake().adjacent_managed = true;
+  }
+  cumem_buffer_t* m[3] = {make(managed_mr, 4096, 0), make(managed_mr, 4096, 0),
+                          make(managed_mr, 4096, 0)};
+  {
+    std::lock_guard<std::mutex> lock(fake().mutex);
+    fake().adjacent_managed = false;
+  }
+  ASSERT_EQ(static_cast<char*>(ptr(m[0])) + 4096, ptr(m[1])) << "the fake's arena";
+  ASSERT_EQ(static_cast<char*>(ptr(m[1])) + 4096, ptr(m[2])) << "the fake's arena";
+  const cumem_location_t dev = {CUMEM_LOCATION_DEVICE, 0};
+  fake().clear();
+  CUMEM_ASSERT_OK(cumem_prefetch_batch(stream, 3, m, &dev, 1));
+  EXPECT_EQ(log(), (std::vector<std::string>{"prefetch_batch stream=" + stream_name(stream) +
+                                             " buffers=3 locations=1"}));
+  for (cumem_buffer_t* b : m) EXPECT_TRUE(is(last_prefetch(b), CUMEM_LOCATION_DEVICE, 0));
+}
+
+// A caching adaptor over managed memory gives out its large blocks (above
+// 128 KiB) as pieces of its segments: those that touch go to the driver as
+// one range. (Its small blocks are allocations of their own.)
+TEST_F(Batches, ManagedBlocksOfACachingAdaptorTouchingInASegmentAreOneRange) {
+  cumem_resource_t* cache = nullptr;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(managed_mr, &cache));
+  constexpr int kBlocks = 16;
+  constexpr size_t kBlock = 256 << 10;
+  cumem_buffer_t* b[kBlocks] = {};
+  std::vector<uintptr_t> starts;
+  for (int i = 0; i < kBlocks; ++i) {
+    CUMEM_ASSERT_OK(cumem_resource_allocate(cache, kBlock, stream, &b[i]));
+    starts.push_back(reinterpret_cast<uintptr_t>(ptr(b[i])));
+  }
+  std::sort(starts.begin(), starts.end());
+  size_t runs = 1;  // of blocks that touch, as this test sees them
+  for (size_t i = 1; i < starts.size(); ++i) runs += starts[i] == starts[i - 1] + kBlock ? 0 : 1;
+  ASSERT_LT(runs, static_cast<size_t>(kBlocks)) << "the cache carves blocks from one segment";
+  const cumem_location_t dev = {CUMEM_LOCATION_DEVICE, 0};
+  fake().clear();
+  CUMEM_ASSERT_OK(cumem_prefetch_batch(stream, kBlocks, b, &dev, 1));
+  EXPECT_EQ(log(), (std::vector<std::string>{"prefetch_batch stream=" + stream_name(stream) +
+                                             " buffers=" + std::to_string(runs) +
+                                             " locations=1"}));
+  for (cumem_buffer_t* x : b) {
+    EXPECT_TRUE(is(last_prefetch(x), CUMEM_LOCATION_DEVICE, 0));
+    EXPECT_EQ(cumem_buffer_close(x, stream), CUMEM_SUCCESS) << cumem_last_error_message();
+    cumem_buffer_release(x);
+  }
+  cumem_resource_release(cache);
+}
+
 TEST_F(Batches, ManagedDiscardAndDiscardPrefetchBatches) {
   cumem_buffer_t* m[2] = {make(managed_mr, 4096, 0), make(managed_mr, 4096, 0)};
   const cumem_batch_statistics_t before = batch_statistics();
@@ -708,6 +814,18 @@ TEST_F(Batches, LoopPrefetchesOneByOneAndDiscardsNeedCuda13) {
   CUMEM_EXPECT_ERROR(cumem_buffer_discard(m[0], stream), CUMEM_ERROR_NOT_SUPPORTED,
                      "cuMemDiscardBatchAsync");
   expect_nothing_queued();
+}
+
+TEST_F(Batches, LoopPrefetchesSlicesThatTouchAsOneRange) {
+  cumem_buffer_t* whole = make(managed_mr, 8192, 0);
+  cumem_buffer_t* s[2] = {};
+  CUMEM_ASSERT_OK(cumem_buffer_slice(whole, 4096, 4096, &s[0]));
+  CUMEM_ASSERT_OK(cumem_buffer_slice(whole, 0, 4096, &s[1]));
+  const cumem_location_t dev = {CUMEM_LOCATION_DEVICE, 0};
+  CUMEM_ASSERT_OK(cumem_prefetch_batch(stream, 2, s, &dev, 1));
+  EXPECT_EQ(log(), (std::vector<std::string>{"prefetch stream=" + stream_name(stream)}));
+  EXPECT_TRUE(is(last_prefetch(whole), CUMEM_LOCATION_DEVICE, 0));
+  for (cumem_buffer_t* b : s) cumem_buffer_release(b);
 }
 
 // ---------------------------------------------------------------------------
