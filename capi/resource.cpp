@@ -203,7 +203,7 @@ CUMEM_EXPORT cumem_status_t cumem_caching_resource_create_with_options(
   c.expandable = o.expandable != 0;
   c.page_size = o.page_size;
   c.libcumem_captures_only = o.libcumem_captures_only != 0;
-  check_reserved(o.reserved0, "options->reserved0");
+  c.handle_types = o.handle_types;
   if (!c.expandable && c.page_size != 0)
     fail(Status::invalid_argument, "options->page_size is " + std::to_string(c.page_size) +
                                        " but options->expandable is false; a page size applies "

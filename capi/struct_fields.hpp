@@ -233,7 +233,7 @@ CUMEM_OUT_STRUCT(cumem_caching_statistics_t, "CUMEM_CACHING_STATISTICS_INIT",
 
 CUMEM_STRUCT_FIELDS(cumem_caching_resource_options_t, "cumem_caching_resource_options_init()",
   CUMEM_FIELD(struct_size), CUMEM_FIELD(expandable), CUMEM_FIELD(page_size),
-  CUMEM_FIELD(libcumem_captures_only), CUMEM_FIELD(reserved0))
+  CUMEM_FIELD(libcumem_captures_only), CUMEM_FIELD(handle_types))
 
 // From core::ResourceStatistics.
 #define CUMEM_RESOURCE_STATISTICS_FIELDS(copied, own)                         \

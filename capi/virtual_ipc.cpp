@@ -8,6 +8,8 @@
 
 #include "../src/buffer.hpp"
 #include "../src/ipc/virtual_handle.hpp"
+#include "../src/resources/resource.hpp"
+#include "../src/resources/virtual_shareable.hpp"
 
 using namespace cumem::core;
 using namespace cumem::capi;
@@ -18,6 +20,19 @@ CUMEM_EXPORT cumem_status_t cumem_buffer_get_virtual_ipc_handle(
   const Buffer& b = object(buffer, "buffer");
   out(out_handle, "out_handle");
   *out_handle = to_handle<cumem_virtual_ipc_handle_t>(b.get_virtual_ipc_handle());
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_get_virtual_ipc_handle_native(
+    const cumem_resource_t* resource, const void* ptr, size_t size,
+    cumem_virtual_ipc_handle_t** out_handle) {
+  CUMEM_TRY
+  const Resource& r = object(resource, "resource");
+  if (!ptr) null_argument("ptr");
+  out(out_handle, "out_handle");
+  *out_handle = to_handle<cumem_virtual_ipc_handle_t>(
+      virtual_shareable(&r, "this allocation's memory")
+          .get_virtual_ipc_handle(const_cast<void*>(ptr), size));
   CUMEM_CATCH
 }
 
@@ -76,6 +91,18 @@ CUMEM_EXPORT cumem_status_t cumem_virtual_ipc_handle_from_fds(
   out(out_handle, "out_handle");
   *out_handle = to_handle<cumem_virtual_ipc_handle_t>(
       VirtualIpcHandle::from_fds(descriptor, length, fds, count));
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_virtual_ipc_handle_from_pid(
+    const uint8_t* descriptor, size_t length, int32_t pid, const int32_t* remote_fds,
+    uint32_t count, cumem_virtual_ipc_handle_t** out_handle) {
+  CUMEM_TRY
+  if (!descriptor) null_argument("descriptor");
+  if (!remote_fds && count > 0) null_argument("remote_fds");
+  out(out_handle, "out_handle");
+  *out_handle = to_handle<cumem_virtual_ipc_handle_t>(
+      VirtualIpcHandle::from_pid(descriptor, length, pid, remote_fds, count));
   CUMEM_CATCH
 }
 

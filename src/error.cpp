@@ -19,4 +19,10 @@ std::string describe_bytes(unsigned long long bytes) {
   return out + buf;
 }
 
+std::string address_text(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
 }  // namespace cumem::core

@@ -26,5 +26,7 @@ class Error : public std::exception {
 
 // Formats a byte count for messages: "1073741824 bytes (1.00 GiB)".
 std::string describe_bytes(unsigned long long bytes);
+// Formats an address for messages: "0x7f0000200000".
+std::string address_text(const void* p);
 
 }  // namespace cumem::core

@@ -19,6 +19,7 @@
 #include "native_stream.hpp"
 #include "pointer_map.hpp"
 #include "resources/caching_resource.hpp"
+#include "vmm/spec.hpp"
 #include "snapshot/registry.hpp"
 
 namespace cumem::core::framework {
@@ -115,6 +116,24 @@ std::shared_ptr<const AllocConf> current_conf(uint64_t& generation) {
   return c.conf;
 }
 
+// An expandable cache over `upstream` whose pages are made with the POSIX
+// fd handle type where the device has it (as PyTorch's expandable
+// segments), so that its large blocks can be shared with other processes
+// (torch.multiprocessing); else one without.
+Ref<Resource> create_shareable_cache(const Ref<Resource>& upstream, CachingOptions caching) {
+  caching.handle_types = vmm::kHandlePosixFd;
+  try {
+    return create_caching_resource(upstream, caching);
+  } catch (const Error& e) {
+    if (e.status() != Status::not_supported) throw;
+    if (log::enabled(log::Level::info))
+      log::write(log::Level::info, "the framework's expandable cache over " + upstream->describe() +
+                                       " cannot share its pages: " + e.what());
+  }
+  caching.handle_types = 0;
+  return create_caching_resource(upstream, caching);
+}
+
 // The default for `device` as `conf` says, over `upstream` (the device's
 // memory resource, when the configuration uses it).
 Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upstream) {
@@ -137,7 +156,7 @@ Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upst
     CachingOptions caching;
     caching.expandable = true;
     try {
-      r = create_caching_resource(r, caching);
+      r = create_shareable_cache(r, caching);
     } catch (const Error& e) {
       if (e.status() != Status::not_supported) throw;
       if (log::enabled(log::Level::info))
@@ -149,7 +168,8 @@ Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upst
     CachingOptions caching;
     caching.expandable = conf.expandable;
     caching.page_size = conf.page_size;
-    r = create_caching_resource(std::move(r), caching);
+    r = conf.expandable ? create_shareable_cache(r, caching)
+                        : create_caching_resource(std::move(r), caching);
   }
   // Above the cache: it caps what the framework's allocations hold, and an
   // expandable cache's large blocks never reach an adaptor beneath it.

@@ -1240,7 +1240,15 @@ typedef struct cumem_caching_resource_options_t {
    *  and blocks it takes or frees are handed out again under the graph's
    *  replays: only for programs that capture through libcumem alone. */
   cumem_bool_t libcumem_captures_only;
-  uint32_t reserved0; /**< must be 0 */
+  /** With expandable: CUMEM_IPC_HANDLE_POSIX_FD makes the pages shareable,
+   *  so that a large block (above 128 KiB) can be sent to another process
+   *  as the pages that hold it (cumem_buffer_get_virtual_ipc_handle,
+   *  cumem_resource_get_virtual_ipc_handle_native; the importer maps them
+   *  with cumem_buffer_from_virtual_ipc_handle). Small blocks come from the
+   *  upstream and are not shared so. 0 (default): nothing is shareable.
+   *  Other bits, or any without expandable: CUMEM_ERROR_INVALID_ARGUMENT; a
+   *  device without POSIX fd handles: CUMEM_ERROR_NOT_SUPPORTED. */
+  uint32_t handle_types;
 } cumem_caching_resource_options_t;
 #define CUMEM_CACHING_RESOURCE_OPTIONS_INIT \
   { (uint32_t)sizeof(cumem_caching_resource_options_t), CUMEM_FALSE, 0u, CUMEM_FALSE, 0u }
@@ -3007,12 +3015,28 @@ CUMEM_API cumem_status_t cumem_virtual_resource_release_pending(cumem_resource_t
 typedef struct cumem_virtual_ipc_handle_t cumem_virtual_ipc_handle_t;
 
 /** Exports the memory of `buffer` (a whole buffer of a virtual resource
- *  made with CUMEM_IPC_HANDLE_POSIX_FD) as a new handle owning one
- *  close-on-exec file descriptor per chunk.
- *  CUMEM_ERROR_NOT_SUPPORTED: not such a buffer (the message says why), or
- *  a slice. CUMEM_ERROR_INVALID_ARGUMENT: an empty buffer. */
+ *  made with CUMEM_IPC_HANDLE_POSIX_FD, or a large block of an expandable
+ *  caching adaptor made with that handle type) as a new handle owning one
+ *  close-on-exec file descriptor per chunk (per page of the cache: the
+ *  pages that hold the block, which also hold its neighbours' bytes; the
+ *  descriptor's offset says where the block begins, and the importer's
+ *  buffer is the block alone).
+ *  CUMEM_ERROR_NOT_SUPPORTED: not such a buffer (the message says why: a
+ *  small block of the cache, a cache without the handle type), or a
+ *  slice. CUMEM_ERROR_INVALID_ARGUMENT: an empty buffer. */
 CUMEM_API cumem_status_t cumem_buffer_get_virtual_ipc_handle(
     const cumem_buffer_t* buffer, cumem_virtual_ipc_handle_t** out_handle);
+/** The same for a native allocation (cumem_resource_allocate_native) of
+ *  `resource` at `ptr`, shared as `size` bytes: the allocation's size for
+ *  a virtual resource; at most the block's for an expandable cache (0: the
+ *  whole block, which may be rounded up from what was asked).
+ *  CUMEM_ERROR_INVALID_ARGUMENT: no allocation of the resource starts at
+ *  `ptr`, or `size` does not fit it. CUMEM_ERROR_NOT_SUPPORTED: as above,
+ *  or a resource of another kind (an adaptor above the cache too: pass
+ *  the cache itself). */
+CUMEM_API cumem_status_t cumem_resource_get_virtual_ipc_handle_native(
+    const cumem_resource_t* resource, const void* ptr, size_t size,
+    cumem_virtual_ipc_handle_t** out_handle);
 CUMEM_API cumem_status_t cumem_virtual_ipc_handle_retain(cumem_virtual_ipc_handle_t* handle);
 CUMEM_API cumem_status_t cumem_virtual_ipc_handle_release(cumem_virtual_ipc_handle_t* handle);
 /** The number of file descriptors (one per chunk), at least 1. */
@@ -3037,6 +3061,17 @@ CUMEM_API cumem_status_t cumem_virtual_ipc_handle_descriptor(
 CUMEM_API cumem_status_t cumem_virtual_ipc_handle_from_fds(
     const uint8_t* descriptor, size_t length, const int32_t* fds, uint32_t count,
     cumem_virtual_ipc_handle_t** out_handle);
+/** Rebuilds a handle from a descriptor and the numbers `remote_fds` of its
+ *  `count` file descriptors in process `pid` (the exporter, which keeps its
+ *  handle alive meanwhile), each taken with pidfd_getfd (Linux 5.6+; needs
+ *  permission to ptrace `pid`), as cumem_allocation_handle_from_pid takes
+ *  a pool's: a process that is not the descriptor's exporter is refused
+ *  before any fd is taken. The new fds are the handle's; on failure none
+ *  is kept. Errors: those of cumem_virtual_ipc_handle_from_fds and of
+ *  cumem_allocation_handle_from_pid. */
+CUMEM_API cumem_status_t cumem_virtual_ipc_handle_from_pid(
+    const uint8_t* descriptor, size_t length, int32_t pid, const int32_t* remote_fds,
+    uint32_t count, cumem_virtual_ipc_handle_t** out_handle);
 /** Sends the handle over a connected Unix domain socket (SOCK_STREAM or
  *  SOCK_SEQPACKET), in the messages of cumem_ipc_send: the first carries
  *  the descriptor (in 160-byte pieces) and the first fd, each next one

@@ -238,6 +238,8 @@ typedef cumem_status_t (*PFN_cumem_unmap_subscribe)(cumem_unmap_callback_t callb
 typedef cumem_status_t (*PFN_cumem_unmap_unsubscribe)(uint64_t subscription);
 typedef cumem_status_t (*PFN_cumem_resource_set_peer_access)(cumem_resource_t* resource, const cumem_device_t* peer, cumem_bool_t read_write);
 typedef cumem_status_t (*PFN_cumem_resource_get_peer_access)(const cumem_resource_t* resource, const cumem_device_t* peer, cumem_bool_t* out_read_write);
+typedef cumem_status_t (*PFN_cumem_resource_get_virtual_ipc_handle_native)(const cumem_resource_t* resource, const void* ptr, size_t size, cumem_virtual_ipc_handle_t** out_handle);
+typedef cumem_status_t (*PFN_cumem_virtual_ipc_handle_from_pid)(const uint8_t* descriptor, size_t length, int32_t pid, const int32_t* remote_fds, uint32_t count, cumem_virtual_ipc_handle_t** out_handle);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -464,6 +466,8 @@ struct cumem_api_t {
   PFN_cumem_unmap_unsubscribe cumem_unmap_unsubscribe;
   PFN_cumem_resource_set_peer_access cumem_resource_set_peer_access;
   PFN_cumem_resource_get_peer_access cumem_resource_get_peer_access;
+  PFN_cumem_resource_get_virtual_ipc_handle_native cumem_resource_get_virtual_ipc_handle_native;
+  PFN_cumem_virtual_ipc_handle_from_pid cumem_virtual_ipc_handle_from_pid;
 };
 
 #ifdef __cplusplus

@@ -12,8 +12,9 @@ namespace {
 constexpr char kMagic[8] = {'C', 'U', 'M', 'E', 'M', 'V', 'M', 'M'};
 constexpr size_t kOffVersion = 8, kOffReserved0 = 10, kOffCount = 12, kOffSize = 16,
                  kOffMapped = 24, kOffLocationType = 32, kOffLocationId = 36, kOffUuid = 40,
-                 kOffPid = 56, kOffHandleTypes = 60, kOffGranularity = 64, kOffReserved1 = 72;
-static_assert(kOffReserved1 + 24 == kVirtualHeaderSize, "the chunks follow the header");
+                 kOffPid = 56, kOffHandleTypes = 60, kOffGranularity = 64, kOffOffset = 72,
+                 kOffReserved1 = 80;
+static_assert(kOffReserved1 + 16 == kVirtualHeaderSize, "the chunks follow the header");
 
 constexpr uint32_t kPosixFd = 0x1, kFabric = 0x8;
 
@@ -53,9 +54,9 @@ void validate(const VirtualDescriptor& d) {
     expected += c.size;
   }
   if (d.size == 0) reject("has size 0");
-  if (d.size > expected)
-    reject("has size " + std::to_string(d.size) + ", more than its chunks' " +
-           std::to_string(expected) + " bytes");
+  if (d.offset >= expected || d.size > expected - d.offset)
+    reject("has size " + std::to_string(d.size) + " at offset " + std::to_string(d.offset) +
+           ", which ends past its chunks' " + std::to_string(expected) + " bytes");
   switch (d.location_type) {
     case kVirtualDevice:
     case kVirtualHostNuma:
@@ -106,6 +107,7 @@ std::vector<uint8_t> encode_virtual(const VirtualDescriptor& d) {
   put_le<uint32_t>(b.data() + kOffPid, d.exporter_pid);
   put_le<uint32_t>(b.data() + kOffHandleTypes, d.handle_types);
   put_le<uint64_t>(b.data() + kOffGranularity, d.granularity);
+  put_le<uint64_t>(b.data() + kOffOffset, d.offset);
   for (size_t i = 0; i < n; ++i) {
     uint8_t* entry = b.data() + kVirtualHeaderSize + i * kVirtualChunkEntrySize;
     put_le<uint64_t>(entry, d.chunks[i].offset);
@@ -149,7 +151,7 @@ VirtualDescriptor decode_virtual(const uint8_t* bytes, size_t length) {
     reject(std::string("integrity check failed: the descriptor was corrupted") + crcs);
   }
   // Every field on its own, as if there were no CRC (a forger can compute one).
-  if (!all_zero(bytes + kOffReserved0, 2) || !all_zero(bytes + kOffReserved1, 24))
+  if (!all_zero(bytes + kOffReserved0, 2) || !all_zero(bytes + kOffReserved1, 16))
     reject("has non-zero reserved bytes; they must be zero in version 1");
   VirtualDescriptor d;
   d.size = get_le<uint64_t>(bytes + kOffSize);
@@ -159,6 +161,7 @@ VirtualDescriptor decode_virtual(const uint8_t* bytes, size_t length) {
   d.exporter_pid = get_le<uint32_t>(bytes + kOffPid);
   d.handle_types = get_le<uint32_t>(bytes + kOffHandleTypes);
   d.granularity = get_le<uint64_t>(bytes + kOffGranularity);
+  d.offset = get_le<uint64_t>(bytes + kOffOffset);
   d.chunks.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* entry = bytes + kVirtualHeaderSize + i * kVirtualChunkEntrySize;
@@ -174,7 +177,8 @@ VirtualDescriptor decode_virtual(const uint8_t* bytes, size_t length) {
 }
 
 std::string describe(const VirtualDescriptor& d) {
-  std::string out = "virtual buffer of " + describe_bytes(d.size) + " in " +
+  std::string out = "virtual buffer of " + describe_bytes(d.size) +
+                    (d.offset ? " at offset " + std::to_string(d.offset) : std::string()) + " in " +
                     std::to_string(d.chunks.size()) + " chunk" +
                     (d.chunks.size() == 1 ? "" : "s") + " of " + location_name(d.location_type) +
                     " memory";

@@ -9,7 +9,7 @@
 //   off  8  u16      format version (1)
 //   off 10  u16      reserved, zero
 //   off 12  u32      chunk count, 1 to kVirtualMaxChunks
-//   off 16  u64      size: the buffer's bytes (at most the chunks' sum)
+//   off 16  u64      size: the buffer's bytes (offset + size at most the chunks' sum)
 //   off 24  u64      mapped: the chunks' sum
 //   off 32  u32      location type (1 device, 2 host, 3 host NUMA node)
 //   off 36  i32      location id (device: the exporter's ordinal; host: 0;
@@ -18,7 +18,11 @@
 //   off 56  u32      exporter pid
 //   off 60  u32      handle types (POSIX fd 1, and FABRIC 8)
 //   off 64  u64      granularity of the exporter (a power of two)
-//   off 72  24 bytes reserved, zero
+//   off 72  u64      offset: where the buffer begins in the mapped chunks (0
+//                    for a virtual buffer; a block of an expandable cache
+//                    begins inside its first page). Reserved (zero) in
+//                    earlier builds, whose decoders refuse a non-zero one.
+//   off 80  16 bytes reserved, zero
 //   off 96  chunks x (u64 offset, u64 size): contiguous from offset 0
 //   then    u32      CRC-32 (bytes.hpp) of every byte before it
 #pragma once
@@ -54,6 +58,7 @@ struct VirtualDescriptor {
   uint32_t exporter_pid = 0;
   uint32_t handle_types = 0;
   uint64_t granularity = 0;
+  uint64_t offset = 0;  // of the buffer's first byte in the mapped chunks
   std::vector<VirtualChunkEntry> chunks;
 
   uint64_t mapped() const noexcept;

@@ -61,6 +61,20 @@ Ref<VirtualIpcHandle> VirtualIpcHandle::from_fds(const uint8_t* bytes, size_t le
   return adopt(d, std::vector<int>(fds, fds + count));
 }
 
+Ref<VirtualIpcHandle> VirtualIpcHandle::from_pid(const uint8_t* bytes, size_t length, int pid,
+                                                 const int* remote_fds, uint32_t count) {
+  const VirtualDescriptor d = decode_virtual(bytes, length);
+  if (count > 0 && !remote_fds)
+    fail(Status::invalid_argument, "remote_fds is NULL for " + std::to_string(count) +
+                                       " file descriptors");
+  if (count != d.chunks.size())
+    fail(Status::invalid_argument, std::to_string(count) + " file descriptors for " + describe(d) +
+                                       "; it needs one per chunk");
+  ReceivedFds taken;  // closed if a later one fails
+  for (uint32_t i = 0; i < count; ++i) taken.add(fd_from_pid(pid, remote_fds[i], d.exporter_pid));
+  return take(d, taken.release());
+}
+
 VirtualIpcHandle::~VirtualIpcHandle() {
   for (int fd : fds_) ::close(fd);
 }

@@ -26,6 +26,11 @@ class VirtualIpcHandle final : public Object {
   // as many as its chunks. On a throw the caller still owns them.
   static Ref<VirtualIpcHandle> from_fds(const uint8_t* bytes, size_t length, const int* fds,
                                         uint32_t count);
+  // As from_fds, with the fds taken from process `pid` (its fds
+  // `remote_fds`, pidfd_getfd: transport.hpp's fd_from_pid, which checks
+  // that `pid` is the descriptor's exporter). Nothing is kept on a throw.
+  static Ref<VirtualIpcHandle> from_pid(const uint8_t* bytes, size_t length, int pid,
+                                        const int* remote_fds, uint32_t count);
 
   const VirtualDescriptor& descriptor() const noexcept { return descriptor_; }
   const std::vector<uint8_t>& bytes() const noexcept { return bytes_; }

@@ -50,6 +50,8 @@
 //   The upstream serves the small blocks only.
 #include "caching_resource.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -66,13 +68,16 @@
 #include "../snapshot/history.hpp"
 #include "../snapshot/snapshot.hpp"
 #include "../thread_shard.hpp"
+#include "../ipc/virtual_handle.hpp"
 #include "../unmap_events.hpp"
+#include "../vmm/spec.hpp"
 #include "caching/bins.hpp"
 #include "caching/capture_pools.hpp"
 #include "caching/expandable.hpp"
 #include "caching/inventory.hpp"
 #include "caching/recycle_markers.hpp"
 #include "caching/segments.hpp"
+#include "caching/shared_pages.hpp"
 #include "caching/size_classes.hpp"
 #include "caching/stream_order.hpp"
 #include "caching/thread_cache.hpp"
@@ -80,6 +85,7 @@
 #include "snapshottable.hpp"
 #include "sync_resource.hpp"
 #include "trimmable.hpp"
+#include "virtual_shareable.hpp"
 
 namespace cumem::core {
 namespace {
@@ -122,7 +128,10 @@ struct Central {
 // A block with the stream it was freed on, moved between caches.
 using BlockOn = std::pair<Block, Ref<Stream>>;
 
-class CachingResource final : public Adaptor, public Caching, public Snapshottable {
+class CachingResource final : public Adaptor,
+                              public Caching,
+                              public Snapshottable,
+                              public VirtualShareable {
  public:
   // `pages`: where an expandable cache maps its pages; null for the plain cache.
   CachingResource(Ref<Resource> upstream, std::unique_ptr<PageSource> pages,
@@ -320,6 +329,54 @@ class CachingResource final : public Adaptor, public Caching, public Snapshottab
       fail(Status::invalid_argument, describe() + " did not hand out this buffer's memory (or it "
                                                   "was freed already)");
     return dmabuf_ranges_of(upstream(), segment, static_cast<size_t>(segment_size), first, bytes);
+  }
+
+  // VirtualShareable: a large block of an expandable cache made with the
+  // POSIX fd handle type, as the pages that hold it (caching/shared_pages.hpp).
+  Ref<VirtualIpcHandle> get_virtual_ipc_handle(void* ptr, size_t size) const override {
+    if (!expandable_)
+      fail(Status::not_supported,
+           describe() + " is not expandable: its blocks are pieces of the upstream's allocations "
+                        "and cannot be shared as virtual IPC handles");
+    if (!pages_->shareable())
+      fail(Status::not_supported,
+           describe() + " was made without the POSIX fd handle type, so its blocks cannot be "
+                        "shared (set handle_types to CUMEM_IPC_HANDLE_POSIX_FD)");
+    SharedPages shared;
+    uint64_t block = 0;
+    {
+      std::lock_guard<std::mutex> lock(central_.mutex);
+      const Piece* p = piece_at(*central_.segments, ptr);
+      if (!p || !p->segment) {
+        if (central_.small_segments.sizes().count(ptr) != 0)
+          fail(Status::not_supported,
+               "the block at " + address_text(ptr) + " is a small block (" +
+                   describe_bytes(kSmallLimit) + " or less) of " + describe() +
+                   ", which comes from " + upstream().describe() +
+                   " and cannot be shared as a virtual IPC handle; only its large blocks can");
+        fail(Status::invalid_argument, "sharing " + address_text(ptr) + ": no block of " +
+                                           describe() + " handed out starts there");
+      }
+      block = p->size;
+      if (size > block)
+        fail(Status::invalid_argument, "sharing " + describe_bytes(size) + " at " +
+                                           address_text(ptr) + ": the block there has " +
+                                           describe_bytes(block));
+      ScopedContext scope(*device_);
+      RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
+      export_block_pages(*p, size == 0 ? block : size, shared);
+    }
+    VirtualDescriptor d;
+    d.size = size == 0 ? block : size;
+    d.offset = shared.offset;
+    d.location_type = kVirtualDevice;
+    d.location_id = device_->ordinal();
+    d.device_uuid = device_->uuid();
+    d.exporter_pid = static_cast<uint32_t>(getpid());
+    d.handle_types = vmm::kHandlePosixFd;
+    d.granularity = pages_->granularity();
+    for (const auto& [offset, bytes] : shared.pages) d.chunks.push_back({offset, bytes});
+    return VirtualIpcHandle::take(d, shared.release_fds());
   }
 
   // Snapshottable: every segment and block, taken with every lock held at
@@ -1037,7 +1094,17 @@ Ref<Resource> create_caching_resource(Ref<Resource> upstream, const CachingOptio
       fail(Status::not_supported, "expandable segments are device memory, and " +
                                       upstream->describe() +
                                       " is not: make the expandable cache over a device resource");
-    pages = device_pages(Ref<Device>::share(const_cast<Device*>(device)), options.page_size);
+    if (options.handle_types & ~vmm::kHandlePosixFd)
+      fail(Status::invalid_argument,
+           "handle types " + std::to_string(options.handle_types) +
+               " for an expandable cache: only the POSIX fd handle type (CUMEM_IPC_HANDLE_POSIX_FD) "
+               "or none is supported");
+    pages = device_pages(Ref<Device>::share(const_cast<Device*>(device)), options.page_size,
+                         options.handle_types);
+  } else if (options.handle_types != 0) {
+    fail(Status::invalid_argument,
+         "handle types are for an expandable cache's pages; a plain caching adaptor shares what "
+         "its upstream shares (set expandable, or leave handle_types 0)");
   }
   return Ref<Resource>::adopt(new CachingResource(std::move(upstream), std::move(pages),
                                                   options.libcumem_captures_only));

@@ -30,6 +30,9 @@ struct CachingOptions {
   // on the upstream's device, pages mapped on demand (caching/expandable.hpp).
   bool expandable = false;
   uint64_t page_size = 0;  // expandable: bytes mapped at a time; 0: 2 MiB
+  // expandable: vmm::kHandlePosixFd makes its pages exportable, so that
+  // large blocks can be shared with other processes; 0: they cannot.
+  uint32_t handle_types = 0;
   // Only captures begun through libcumem are seen (no driver call per
   // allocation and free while none is underway); else every capture is.
   bool libcumem_captures_only = false;

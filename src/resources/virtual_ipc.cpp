@@ -56,15 +56,29 @@ struct ImportedHandle {
 
 }  // namespace
 
+const VirtualShareable& virtual_shareable(const Resource* resource, const char* what) {
+  if (const auto* v = dynamic_cast<const VirtualShareable*>(resource)) return *v;
+  fail(Status::not_supported,
+       std::string(what) + " comes from " +
+           (resource ? resource->describe() : std::string("outside libcumem")) +
+           ", which does not share as virtual IPC handles: the virtual memory resource and an "
+           "expandable caching adaptor made with the POSIX fd handle type do");
+}
+
 Ref<VirtualIpcHandle> VirtualResource::get_virtual_ipc_handle(void* ptr, size_t size) const {
   if (!(spec_->prop().requestedHandleTypes & vmm::kHandlePosixFd))
     fail(Status::not_supported,
          describe() + " was made without the POSIX fd handle type, so its buffers cannot be "
                       "shared (set handle_types to CUMEM_IPC_HANDLE_POSIX_FD)");
   std::lock_guard<std::mutex> lock(mutex_);
-  Allocation& a = const_cast<VirtualResource*>(this)->find(ptr, size, "sharing");
+  const auto it = live_.find(reinterpret_cast<uintptr_t>(ptr));
+  Allocation& a = size == 0 && it != live_.end()
+                      ? const_cast<Allocation&>(it->second)
+                      : const_cast<VirtualResource*>(this)->find(ptr, size, "sharing");
   VirtualDescriptor d;
   d.size = a.size;
+  // An imported block of an expandable cache begins inside its first chunk.
+  d.offset = reinterpret_cast<uintptr_t>(ptr) - static_cast<uintptr_t>(a.range->address());
   d.location_type = descriptor_location(spec_->options().location.type);
   d.location_id = spec_->is_host_memory() ? (spec_->options().location.type == LocationType::host
                                                  ? 0
@@ -159,7 +173,9 @@ Ref<Resource> VirtualResource::import(Ref<Device> device, const VirtualIpcHandle
       {Location{LocationType::device, device->ordinal()}, vmm::Access::read_write}};
   auto* resource = new VirtualResource(device, p, spec, VirtualOptions{}, std::move(access), 0);
   Ref<Resource> owner = Ref<Resource>::adopt(resource);
-  const uintptr_t address = static_cast<uintptr_t>(range->address());
+  // The buffer begins d.offset bytes into the chunks (a block of an
+  // expandable cache inside its first page; 0 for a virtual buffer).
+  const uintptr_t address = static_cast<uintptr_t>(range->address()) + d.offset;
   const size_t mapped = range->mapped();
   {
     std::lock_guard<std::mutex> lock(resource->mutex_);

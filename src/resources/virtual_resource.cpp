@@ -19,12 +19,6 @@ namespace {
 Location device_location(const Device& d) { return Location{LocationType::device, d.ordinal()}; }
 constexpr Location kHostAccess{LocationType::host_numa, 0};
 
-std::string address_text(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%p", p);
-  return buf;
-}
-
 // Whether the host may be given access to host-located virtual memory: one
 // granule mapped with the device's and the host's access. The driver lets
 // the host in only for some location types and drivers, so ask it.
@@ -381,11 +375,14 @@ void VirtualResource::snapshot(snapshot::Builder& out) const {
   std::sort(addresses.begin(), addresses.end());
   for (const uintptr_t address : addresses) {
     const Allocation& a = live_.at(address);
+    // The range's start: an imported block of an expandable cache begins
+    // inside it (at `address`).
+    const uintptr_t base = static_cast<uintptr_t>(a.range->address());
     const uint64_t reserved = a.range->reserved();
-    out.add_segment(snapshot::SegmentKind::virtual_range, address, reserved);
-    out.add_block(address, a.mapped_end, snapshot::BlockState::in_use, 0, a.size);
+    out.add_segment(snapshot::SegmentKind::virtual_range, base, reserved);
+    out.add_block(base, a.mapped_end, snapshot::BlockState::in_use, 0, a.size);
     if (reserved > a.mapped_end)
-      out.add_block(address + a.mapped_end, reserved - a.mapped_end, snapshot::BlockState::unmapped);
+      out.add_block(base + a.mapped_end, reserved - a.mapped_end, snapshot::BlockState::unmapped);
   }
 }
 

@@ -20,6 +20,7 @@
 #include "peer_access.hpp"
 #include "resource.hpp"
 #include "snapshottable.hpp"
+#include "virtual_shareable.hpp"
 
 namespace cumem::core {
 
@@ -50,6 +51,7 @@ struct VirtualStatistics {
 
 class VirtualResource final : public Resource,
                               public IpcShareable,
+                              public VirtualShareable,
                               public Snapshottable,
                               public DmaBufSource,
                               public PeerAccessible {
@@ -91,7 +93,7 @@ class VirtualResource final : public Resource,
 
   // IPC of a buffer (virtual_ipc.cpp): its chunks' POSIX fds and the
   // descriptor listing them.
-  Ref<VirtualIpcHandle> get_virtual_ipc_handle(void* ptr, size_t size) const;
+  Ref<VirtualIpcHandle> get_virtual_ipc_handle(void* ptr, size_t size) const override;
   // Maps the chunks of `handle` into one range on `device`, as a buffer's
   // memory whose resource is a new imported virtual resource.
   static Ref<Resource> import(Ref<Device> device, const VirtualIpcHandle& handle, void** out_ptr,

@@ -6,21 +6,17 @@
 #include "../error.hpp"
 #include "../ipc/virtual_handle.hpp"
 #include "../resources/virtual_resource.hpp"
+#include "../resources/virtual_shareable.hpp"
 
 namespace cumem::core {
 
 Ref<VirtualIpcHandle> Buffer::get_virtual_ipc_handle() const {
   ensure_open();
-  auto* resource = dynamic_cast<const VirtualResource*>(resource_.get());
-  if (!resource)
-    fail(Status::not_supported,
-         "only buffers of a virtual memory resource share as virtual IPC handles (this one's "
-         "memory comes from " + (resource_ ? resource_->describe() : std::string("outside libcumem")) +
-             ")");
+  const VirtualShareable& resource = virtual_shareable(resource_.get(), "this buffer's memory");
   if (info_.is_slice)
     fail(Status::not_supported, "a slice cannot be shared on its own; share the whole buffer");
   if (info_.size == 0) fail(Status::invalid_argument, "an empty buffer cannot be shared");
-  return resource->get_virtual_ipc_handle(info_.ptr, info_.size);
+  return resource.get_virtual_ipc_handle(info_.ptr, info_.size);
 }
 
 Ref<Buffer> Buffer::from_virtual_ipc_handle(Ref<Device> device, const VirtualIpcHandle& handle,

@@ -1,5 +1,6 @@
 #include "range.hpp"
 
+#include <iterator>
 #include <optional>
 
 #include "../capture.hpp"
@@ -400,6 +401,18 @@ std::vector<ChunkInfo> Range::chunks() const {
   out.reserve(mappings_.size());
   for (const auto& [offset, m] : mappings_)
     out.push_back({offset, m->size(), m->chunk()->handle(), m->chunk()});
+  return out;
+}
+
+std::vector<ChunkInfo> Range::chunks(size_t offset, size_t bytes) const {
+  std::vector<ChunkInfo> out;
+  auto it = mappings_.upper_bound(offset);
+  if (it != mappings_.begin()) {
+    auto before = std::prev(it);
+    if (before->first + before->second->size() > offset) it = before;
+  }
+  for (; it != mappings_.end() && it->first < offset + bytes; ++it)
+    out.push_back({it->first, it->second->size(), it->second->chunk()->handle(), it->second->chunk()});
   return out;
 }
 

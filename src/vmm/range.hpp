@@ -202,6 +202,8 @@ class Range {
 
   // The mapped chunks in offset order.
   std::vector<ChunkInfo> chunks() const;
+  // Those that overlap [offset, offset + bytes), by offset.
+  std::vector<ChunkInfo> chunks(size_t offset, size_t bytes) const;
 
  private:
   explicit Range(std::shared_ptr<const Spec> spec) : spec_(std::move(spec)) {}

@@ -297,12 +297,34 @@ TEST(NullArguments, CachingResourceWithOptions) {
                      "no private pool of capture 42");
   CUMEM_EXPECT_ERROR(cumem_caching_resource_release_capture_pool(host, 42),
                      CUMEM_ERROR_NOT_SUPPORTED, "caching");
-  // The reserved field of the options must be 0.
+  // Handle types are for an expandable cache's pages, and only POSIX fds.
   cumem_caching_resource_options_t bad = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
-  bad.reserved0 = 1;
+  bad.handle_types = CUMEM_IPC_HANDLE_POSIX_FD;
   cumem_resource_t* refused = nullptr;
   CUMEM_EXPECT_ERROR(cumem_caching_resource_create_with_options(host, &bad, &refused),
-                     CUMEM_ERROR_INVALID_ARGUMENT, "options->reserved0");
+                     CUMEM_ERROR_INVALID_ARGUMENT, "handle types are for an expandable cache");
+  EXPECT_EQ(refused, nullptr);
+  // A cache that is not expandable shares nothing as virtual IPC handles.
+  void* p = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_native(out, 4096, nullptr, &p));
+  cumem_virtual_ipc_handle_t* vh = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_resource_get_virtual_ipc_handle_native(out, p, 0, &vh),
+                     CUMEM_ERROR_NOT_SUPPORTED, "is not expandable");
+  CUMEM_EXPECT_ERROR(cumem_resource_get_virtual_ipc_handle_native(out, nullptr, 0, &vh),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "ptr");
+  CUMEM_EXPECT_ERROR(cumem_resource_get_virtual_ipc_handle_native(host, p, 0, &vh),
+                     CUMEM_ERROR_NOT_SUPPORTED, "does not share as virtual IPC handles");
+  EXPECT_EQ(vh, nullptr);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_native(out, p, 4096, nullptr));
+  const uint8_t junk[8] = {};
+  const int32_t fd = 0;
+  CUMEM_EXPECT_ERROR(cumem_virtual_ipc_handle_from_pid(nullptr, 0, 1, &fd, 1, &vh),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "descriptor");
+  CUMEM_EXPECT_ERROR(cumem_virtual_ipc_handle_from_pid(junk, sizeof junk, 1, nullptr, 1, &vh),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "remote_fds");
+  CUMEM_EXPECT_ERROR(cumem_virtual_ipc_handle_from_pid(junk, sizeof junk, 1, &fd, 1, &vh),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "CUMEMVMM");
+  EXPECT_EQ(vh, nullptr);
   cumem_resource_release(out);
   cumem_resource_release(host);
 }

@@ -95,6 +95,26 @@ TEST(VirtualDescriptor, RoundTrips) {
   EXPECT_NE(describe(host).find("host NUMA memory (node 1)"), std::string::npos) << describe(host);
 }
 
+// A block of an expandable cache begins inside its first page: the offset
+// travels, and offset + size must fit the chunks.
+TEST(VirtualDescriptor, AnOffsetIntoTheChunksRoundTrips) {
+  VirtualDescriptor d = sample();
+  d.offset = 4096;
+  d.size = d.mapped() - 4096;
+  const std::vector<uint8_t> b = encode_virtual(d);
+  const VirtualDescriptor back = decode_virtual(b.data(), b.size());
+  EXPECT_EQ(back.offset, 4096u);
+  EXPECT_EQ(back.size, d.size);
+  EXPECT_NE(describe(back).find("at offset 4096"), std::string::npos) << describe(back);
+  d.size += 1;
+  try {
+    encode_virtual(d);
+    ADD_FAILURE() << "an offset and size past the chunks were encoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ends past its chunks'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(VirtualDescriptor, EveryCorruptionIsRefusedByName) {
   const std::vector<uint8_t> good = encode_virtual(sample());
   struct Case {
@@ -115,7 +135,12 @@ TEST(VirtualDescriptor, EveryCorruptionIsRefusedByName) {
       {"count 2", [](std::vector<uint8_t>& b) { put(b, 12, 2, 4); }, true, "too long"},
       {"size 0", [](std::vector<uint8_t>& b) { put(b, 16, 0, 8); }, true, "has size 0"},
       {"size past the chunks", [](std::vector<uint8_t>& b) { put(b, 16, 6 * 65536 + 1, 8); }, true,
-       "more than its chunks'"},
+       "ends past its chunks'"},
+      {"offset past the chunks", [](std::vector<uint8_t>& b) { put(b, 72, 6 * 65536, 8); }, true,
+       "at offset 393216, which ends past"},
+      {"offset and size past the chunks",
+       [](std::vector<uint8_t>& b) { put(b, 72, 4096, 8); put(b, 16, 6 * 65536 - 4095, 8); }, true,
+       "at offset 4096, which ends past"},
       {"mapped", [](std::vector<uint8_t>& b) { put(b, 24, 7 * 65536, 8); }, true, "add up to"},
       {"location type", [](std::vector<uint8_t>& b) { put(b, 32, 9, 4); }, true, "location type 9"},
       {"device id", [](std::vector<uint8_t>& b) { put(b, 36, 0xFFFFFFFF, 4); }, true, "location id -1"},

@@ -316,7 +316,7 @@ TEST_F(VirtualIpc, OnlyWholeBuffersOfASharingResourceExport) {
   CUMEM_ASSERT_OK(cumem_host_resource_create(nullptr, &host));
   CUMEM_ASSERT_OK(cumem_resource_allocate(host, 10, nullptr, &b));
   CUMEM_EXPECT_ERROR(cumem_buffer_get_virtual_ipc_handle(b, &h), CUMEM_ERROR_NOT_SUPPORTED,
-                     "only buffers of a virtual memory resource");
+                     "does not share as virtual IPC handles");
   cumem_buffer_release(b);
   cumem_resource_release(host);
   // After a resize the export lists the chunks it has now.

@@ -426,7 +426,8 @@ class Resource(_Handle):
         return cls(_out(lib.cumem_managed_resource_create, d.handle, ctypes.byref(o)), (d,))
 
     @classmethod
-    def caching(cls, upstream, expandable=False, page_size=0, libcumem_captures_only=False):
+    def caching(cls, upstream, expandable=False, page_size=0, libcumem_captures_only=False,
+                handle_type=None):
         """The caching adaptor over `upstream`. expandable: large blocks are pieces of
         per-stream address ranges with pages mapped on demand (device memory only;
         page_size 0: 8 MiB pages for blocks of 16 MiB or more, 2 MiB for the
@@ -434,12 +435,18 @@ class Resource(_Handle):
         expandable_segments:True.
         libcumem_captures_only: see only CUDA graph captures begun through
         libcumem (no driver call per allocation; captures begun by PyTorch or
-        CuPy are then not seen)."""
-        if not expandable and not page_size and not libcumem_captures_only:
+        CuPy are then not seen).
+        handle_type: with expandable, "posix_fd" makes the large blocks shareable
+        with other processes (Buffer.get_virtual_ipc_handle(),
+        VirtualIpcHandle.of_native()); None (default): not shareable."""
+        if handle_type not in (None, "posix_fd"):
+            raise ValueError(f"handle_type {handle_type!r} is not None or 'posix_fd'")
+        handle_types = 1 if handle_type == "posix_fd" else 0
+        if not expandable and not page_size and not libcumem_captures_only and not handle_types:
             return cls(_out(lib.cumem_caching_resource_create, upstream.handle), (upstream,))
         o = _lib.CachingResourceOptions(ctypes.sizeof(_lib.CachingResourceOptions),
                                         1 if expandable else 0, int(page_size),
-                                        1 if libcumem_captures_only else 0, 0)
+                                        1 if libcumem_captures_only else 0, int(handle_types))
         return cls(_out(lib.cumem_caching_resource_create_with_options, upstream.handle,
                         ctypes.byref(o)), (upstream,))
 

@@ -72,7 +72,7 @@ class CachingStatistics(ctypes.Structure):
 class CachingResourceOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("expandable", ctypes.c_uint32),
                 ("page_size", ctypes.c_uint64), ("libcumem_captures_only", ctypes.c_uint32),
-                ("reserved0", ctypes.c_uint32)]
+                ("handle_types", ctypes.c_uint32)]
 
 
 class ResourceProperties(ctypes.Structure):
@@ -259,6 +259,10 @@ for _name, _res, _args in [
                                                  ctypes.POINTER(ctypes.c_size_t)]),
     ("cumem_virtual_ipc_handle_from_fds", _S, [V, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int32),
                                                ctypes.c_uint32, c_void_pp]),
+    ("cumem_resource_get_virtual_ipc_handle_native", _S, [V, V, ctypes.c_size_t, c_void_pp]),
+    ("cumem_virtual_ipc_handle_from_pid", _S, [V, ctypes.c_size_t, ctypes.c_int32,
+                                               ctypes.POINTER(ctypes.c_int32), ctypes.c_uint32,
+                                               c_void_pp]),
     ("cumem_ipc_send_virtual", _S, [ctypes.c_int32, V]),
     ("cumem_ipc_receive_virtual", _S, [ctypes.c_int32, c_void_pp]),
     ("cumem_buffer_from_virtual_ipc_handle", _S, [V, V, V, c_void_pp]),

@@ -87,6 +87,23 @@ class VirtualIpcHandle(_Handle):
         arr = (ctypes.c_int32 * len(fds))(*[int(f) for f in fds])
         return cls(_out(lib.cumem_virtual_ipc_handle_from_fds, data, len(data), arr, len(fds)))
 
+    @classmethod
+    def from_pid(cls, descriptor, pid, remote_fds):
+        """Rebuilds a handle from the descriptor's bytes and the numbers of the
+        chunks' fds in the exporting process `pid` (taken with pidfd_getfd)."""
+        data = bytes(descriptor)
+        arr = (ctypes.c_int32 * len(remote_fds))(*[int(f) for f in remote_fds])
+        return cls(_out(lib.cumem_virtual_ipc_handle_from_pid, data, len(data), int(pid), arr,
+                        len(remote_fds)))
+
+    @classmethod
+    def of_native(cls, resource, ptr, size=0):
+        """The pages of a native allocation `ptr` of `resource` (a virtual
+        resource, or an expandable cache made with handle_types), shared as
+        `size` bytes (0: all of the block)."""
+        return cls(_out(lib.cumem_resource_get_virtual_ipc_handle_native, resource.handle,
+                        ctypes.c_void_p(int(ptr)), int(size)))
+
     @property
     def fds(self):
         """The chunks' file descriptors, borrowed: valid while the handle lives."""

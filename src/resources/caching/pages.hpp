@@ -10,6 +10,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
+
+#include "../../error.hpp"
 
 namespace cumem::core::caching {
 
@@ -33,6 +37,17 @@ class PageRange {
   // every page mapped now and later (the range's own device keeps its
   // own); all or nothing.
   virtual void set_access(int ordinal, bool read_write) = 0;
+  // The physical memory of [offset, offset + bytes) (whole pages, every one
+  // mapped) for another process: one new POSIX file descriptor per page
+  // (appended to `fds`, owned by the caller) and its (offset from `offset`,
+  // size) appended to `pages`. not_supported when the pages were not made
+  // shareable (PageSource::shareable()).
+  virtual void export_pages(uint64_t offset, uint64_t bytes,
+                            std::vector<std::pair<uint64_t, uint64_t>>& pages,
+                            std::vector<int>& fds) const {
+    (void)offset, (void)bytes, (void)pages, (void)fds;
+    fail(Status::not_supported, "these pages cannot be exported");
+  }
 };
 
 class PageSource {
@@ -59,6 +74,11 @@ class PageSource {
   // The resource the pages are for (its id): ranges reserved from then on
   // tell the unmap subscribers before pages are unmapped (src/unmap_events.hpp).
   virtual void set_owner(uint64_t resource_id) { (void)resource_id; }
+  // Whether its pages can be exported (made with the POSIX fd handle type).
+  virtual bool shareable() const { return false; }
+  // For the descriptor of exported pages: the memory's device and the
+  // pages' granularity.
+  virtual uint64_t granularity() const { return page_size(); }
 };
 
 }  // namespace cumem::core::caching

@@ -25,6 +25,29 @@ class VmmRange final : public PageRange {
     range_->set_access(Location{LocationType::device, ordinal},
                        read_write ? vmm::Access::read_write : vmm::Access::none);
   }
+  void export_pages(uint64_t offset, uint64_t bytes, std::vector<std::pair<uint64_t, uint64_t>>& pages,
+                    std::vector<int>& fds) const override {
+    if (!(range_->spec().prop().requestedHandleTypes & vmm::kHandlePosixFd))
+      fail(Status::not_supported, "the pages of " + range_->spec().describe() +
+                                      " were made without the POSIX fd handle type");
+    // Each page is a chunk of its own (map() maps page-sized chunks), so
+    // [offset, offset + bytes) is whole chunks.
+    uint64_t at = offset;
+    for (const vmm::ChunkInfo& c : range_->chunks(static_cast<size_t>(offset), static_cast<size_t>(bytes))) {
+      if (c.offset != at || c.offset + c.size > offset + bytes)
+        fail(Status::internal, "the pages under [" + std::to_string(offset) + ", " +
+                                   std::to_string(offset + bytes) + ") of an expandable range are "
+                                   "not whole mapped chunks (one at " + std::to_string(c.offset) +
+                                   " of " + describe_bytes(c.size) + ")");
+      fds.push_back(c.chunk->export_fd());
+      pages.emplace_back(c.offset - offset, c.size);
+      at += c.size;
+    }
+    if (at != offset + bytes)
+      fail(Status::internal, "the pages under [" + std::to_string(offset) + ", " +
+                                 std::to_string(offset + bytes) + ") of an expandable range are not "
+                                 "all mapped (they end at " + std::to_string(at) + ")");
+  }
 
  private:
   std::unique_ptr<vmm::Range> range_;
@@ -39,6 +62,10 @@ class VmmPages final : public PageSource {
   uint64_t range_size() const override { return range_; }
   uint64_t large_page_size() const override { return large_; }
   void set_owner(uint64_t resource_id) override { owner_ = resource_id; }
+  bool shareable() const override {
+    return (spec_->prop().requestedHandleTypes & vmm::kHandlePosixFd) != 0;
+  }
+  uint64_t granularity() const override { return spec_->granularity(); }
   std::unique_ptr<PageRange> reserve(uint64_t bytes, uint64_t page) override {
     std::unique_ptr<vmm::Range> r = vmm::Range::reserve(spec_, static_cast<size_t>(bytes));
     r->set_owner(owner_);
@@ -56,10 +83,12 @@ class VmmPages final : public PageSource {
 
 }  // namespace
 
-std::unique_ptr<PageSource> device_pages(Ref<Device> device, uint64_t page_size) {
+std::unique_ptr<PageSource> device_pages(Ref<Device> device, uint64_t page_size,
+                                         uint32_t handle_types) {
   vmm::SpecOptions o;
   o.location = Location{LocationType::device, device->ordinal()};
   o.granularity = vmm::Granularity::recommended;
+  o.handle_types = handle_types;
   const uint64_t total = device->properties().total_memory;
   auto spec = vmm::Spec::create(std::move(device), o);
   const uint64_t g = spec->granularity();

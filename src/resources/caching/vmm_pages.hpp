@@ -33,8 +33,11 @@ inline constexpr uint64_t kDefaultLargePageSize = uint64_t{8} << 20;
 // Device memory of `device` in pages: `page_size` 0 is the default pages
 // (each raised to a multiple of the granularity); else every page is
 // `page_size` bytes, which must be a multiple of the device's granularity
-// (invalid_argument naming it). A device without virtual memory management
-// is not_supported.
-std::unique_ptr<PageSource> device_pages(Ref<Device> device, uint64_t page_size);
+// (invalid_argument naming it). `handle_types` (vmm::kHandlePosixFd or 0):
+// the pages can be exported to other processes (PageRange::export_pages).
+// A device without virtual memory management, or without POSIX fd handles
+// when they are asked for, is not_supported.
+std::unique_ptr<PageSource> device_pages(Ref<Device> device, uint64_t page_size,
+                                         uint32_t handle_types = 0);
 
 }  // namespace cumem::core::caching

@@ -7,6 +7,7 @@
 // in the fake. The upstream is a callback resource that says it is device
 // memory of device 0 (it serves the small blocks from malloc).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -552,4 +553,115 @@ TEST_F(ExpandableCache, TheFrameworkDefaultIsTheExpandableCacheOverTheDevicesMem
   CUMEM_ASSERT_OK(cumem_device_set_memory_resource(device, nullptr));
   CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
   cumem_resource_release(vmm);
+}
+
+// Made with the POSIX fd handle type, the cache shares a large block as the
+// pages that hold it: one fd per page, the block's offset in the first, and
+// an importer's buffer that is the block alone (here in this process: the
+// fake's pages are shared memory files, so writes through either mapping
+// show in the other).
+TEST_F(ExpandableCache, ALargeBlockSharesAsThePagesThatHoldIt) {
+  cumem_caching_resource_options_t o = CUMEM_CACHING_RESOURCE_OPTIONS_INIT;
+  o.expandable = CUMEM_TRUE;
+  o.page_size = 20 * MiB;
+  o.handle_types = CUMEM_IPC_HANDLE_POSIX_FD;
+  cumem_resource_t* shared = nullptr;
+  CUMEM_ASSERT_OK(cumem_caching_resource_create_with_options(upstream, &o, &shared));
+  void* a = nullptr;
+  void* b = nullptr;
+  void* small = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_native(shared, 30 * MiB, stream, &a));
+  CUMEM_ASSERT_OK(cumem_resource_allocate_native(shared, 10 * MiB, stream, &b));
+  CUMEM_ASSERT_OK(cumem_resource_allocate_native(shared, 4 * KiB, stream, &small));
+  ASSERT_EQ(b, static_cast<char*>(a) + 30 * MiB) << "b lies in a's second page";
+
+  cumem_virtual_ipc_handle_t* h = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_get_virtual_ipc_handle_native(shared, b, 0, &h));
+  uint32_t n = 0;
+  CUMEM_ASSERT_OK(cumem_virtual_ipc_handle_fd_count(h, &n));
+  EXPECT_EQ(n, 1u) << "b's one page";
+  cumem_buffer_t* imported = nullptr;
+  CUMEM_ASSERT_OK(cumem_buffer_from_virtual_ipc_handle(device, h, stream, &imported));
+  cumem_virtual_ipc_handle_release(h);
+  void* ip = nullptr;
+  size_t isize = 0;
+  CUMEM_ASSERT_OK(cumem_buffer_ptr(imported, &ip));
+  CUMEM_ASSERT_OK(cumem_buffer_size(imported, &isize));
+  EXPECT_EQ(isize, 10 * MiB) << "the block alone, not its page";
+  EXPECT_NE(ip, b) << "mapped anew";
+  std::memset(b, 0x3c, 10 * MiB);
+  EXPECT_EQ(static_cast<unsigned char*>(ip)[0], 0x3c);
+  EXPECT_EQ(static_cast<unsigned char*>(ip)[10 * MiB - 1], 0x3c);
+  static_cast<unsigned char*>(ip)[5] = 0x77;
+  EXPECT_EQ(static_cast<unsigned char*>(b)[5], 0x77) << "one memory, two mappings";
+
+  // a spans two pages; shared as less than the block, the pages under it.
+  CUMEM_ASSERT_OK(cumem_resource_get_virtual_ipc_handle_native(shared, a, 30 * MiB, &h));
+  CUMEM_ASSERT_OK(cumem_virtual_ipc_handle_fd_count(h, &n));
+  EXPECT_EQ(n, 2u);
+  cumem_virtual_ipc_handle_release(h);
+  CUMEM_ASSERT_OK(cumem_resource_get_virtual_ipc_handle_native(shared, a, 1 * MiB, &h));
+  CUMEM_ASSERT_OK(cumem_virtual_ipc_handle_fd_count(h, &n));
+  EXPECT_EQ(n, 1u) << "1 MiB of a lies in its first page";
+  // The fds again, taken from this process by pid where the kernel lets it.
+  std::vector<int32_t> fds(n);
+  for (uint32_t i = 0; i < n; ++i) CUMEM_ASSERT_OK(cumem_virtual_ipc_handle_fd(h, i, &fds[i]));
+  size_t length = 0;
+  CUMEM_ASSERT_OK(cumem_virtual_ipc_handle_descriptor(h, nullptr, 0, &length));
+  std::vector<uint8_t> descriptor(length);
+  CUMEM_ASSERT_OK(cumem_virtual_ipc_handle_descriptor(h, descriptor.data(), length, &length));
+  cumem_virtual_ipc_handle_t* again = nullptr;
+  const cumem_status_t st = cumem_virtual_ipc_handle_from_pid(
+      descriptor.data(), length, static_cast<int32_t>(getpid()), fds.data(), n, &again);
+  if (st == CUMEM_SUCCESS) {
+    cumem_buffer_t* second = nullptr;
+    CUMEM_ASSERT_OK(cumem_buffer_from_virtual_ipc_handle(device, again, stream, &second));
+    void* sp = nullptr;
+    CUMEM_ASSERT_OK(cumem_buffer_ptr(second, &sp));
+    static_cast<unsigned char*>(a)[100] = 0x42;
+    EXPECT_EQ(static_cast<unsigned char*>(sp)[100], 0x42);
+    CUMEM_ASSERT_OK(cumem_buffer_close(second, stream));
+    cumem_buffer_release(second);
+    cumem_virtual_ipc_handle_release(again);
+  } else {
+    EXPECT_EQ(st, CUMEM_ERROR_NOT_SUPPORTED) << cumem_last_error_message();
+  }
+  // The wrong pid is refused before any fd is taken.
+  CUMEM_EXPECT_ERROR(cumem_virtual_ipc_handle_from_pid(descriptor.data(), length, 1, fds.data(),
+                                                       n, &again),
+                     st == CUMEM_SUCCESS ? CUMEM_ERROR_INVALID_ARGUMENT : CUMEM_ERROR_NOT_SUPPORTED,
+                     "");
+  cumem_virtual_ipc_handle_release(h);
+
+  // What cannot be shared says why.
+  CUMEM_EXPECT_ERROR(cumem_resource_get_virtual_ipc_handle_native(shared, small, 0, &h),
+                     CUMEM_ERROR_NOT_SUPPORTED, "small block");
+  CUMEM_EXPECT_ERROR(cumem_resource_get_virtual_ipc_handle_native(shared, static_cast<char*>(a) + 512,
+                                                                  0, &h),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "no block");
+  CUMEM_EXPECT_ERROR(cumem_resource_get_virtual_ipc_handle_native(shared, b, 10 * MiB + 1, &h),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "the block there has");
+  void* plain = allocate(30 * MiB);  // the fixture's cache: no handle type
+  CUMEM_EXPECT_ERROR(cumem_resource_get_virtual_ipc_handle_native(cache, plain, 0, &h),
+                     CUMEM_ERROR_NOT_SUPPORTED, "without the POSIX fd handle type");
+  free(plain, 30 * MiB);
+  // A buffer of the cache shares the same way.
+  cumem_buffer_t* buffer = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(shared, 24 * MiB, stream, &buffer));
+  CUMEM_ASSERT_OK(cumem_buffer_get_virtual_ipc_handle(buffer, &h));
+  cumem_virtual_ipc_handle_release(h);
+  CUMEM_ASSERT_OK(cumem_buffer_close(buffer, stream));
+  cumem_buffer_release(buffer);
+
+  CUMEM_ASSERT_OK(cumem_buffer_close(imported, stream));
+  cumem_buffer_release(imported);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_native(shared, a, 30 * MiB, stream));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_native(shared, b, 10 * MiB, stream));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_native(shared, small, 4 * KiB, stream));
+  cumem_resource_release(shared);
+  // Other handle types are refused.
+  o.handle_types = CUMEM_IPC_HANDLE_FABRIC;
+  cumem_resource_t* refused = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_caching_resource_create_with_options(upstream, &o, &refused),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "only the POSIX fd handle type");
 }

@@ -454,7 +454,8 @@ pub struct cumem_caching_resource_options_t {
     pub page_size: u64,
     /// See only captures begun through libcumem (no driver call per call).
     pub libcumem_captures_only: cumem_bool_t,
-    pub reserved0: u32,
+    /// With expandable: CUMEM_IPC_HANDLE_POSIX_FD makes large blocks shareable.
+    pub handle_types: u32,
 }
 impl Default for cumem_caching_resource_options_t {
     /// CUMEM_CACHING_RESOURCE_OPTIONS_INIT.
@@ -464,7 +465,7 @@ impl Default for cumem_caching_resource_options_t {
             expandable: CUMEM_FALSE,
             page_size: 0,
             libcumem_captures_only: CUMEM_FALSE,
-            reserved0: 0,
+            handle_types: 0,
         }
     }
 }
@@ -1233,6 +1234,20 @@ loader::functions! {
         descriptor: *const u8,
         length: usize,
         fds: *const i32,
+        count: u32,
+        out_handle: *mut *mut cumem_virtual_ipc_handle_t,
+    ) -> cumem_status_t;
+    pub fn cumem_resource_get_virtual_ipc_handle_native(
+        resource: *const cumem_resource_t,
+        ptr: *const c_void,
+        size: usize,
+        out_handle: *mut *mut cumem_virtual_ipc_handle_t,
+    ) -> cumem_status_t;
+    pub fn cumem_virtual_ipc_handle_from_pid(
+        descriptor: *const u8,
+        length: usize,
+        pid: i32,
+        remote_fds: *const i32,
         count: u32,
         out_handle: *mut *mut cumem_virtual_ipc_handle_t,
     ) -> cumem_status_t;

@@ -99,7 +99,7 @@ fn layouts() -> Vec<Layout> {
         }),
         layout!(cumem_caching_resource_options_t {
             struct_size => struct_size, expandable => expandable, page_size => page_size,
-            libcumem_captures_only => libcumem_captures_only, reserved0 => reserved0,
+            libcumem_captures_only => libcumem_captures_only, handle_types => handle_types,
         }),
         layout!(cumem_resource_callbacks_t {
             struct_size => struct_size, memory_kind => memory_kind, allocate => allocate,
