@@ -2,8 +2,10 @@
 """What each virtual-memory driver call costs on this GPU, for the
 expandable cache's pages (issue 18): cuMemCreate, cuMemMap, cuMemSetAccess
 (per page, and once over N pages), cuMemUnmap and cuMemRelease, median of
-several rounds of N pages of PAGE bytes on device 0. Usage:
-  python3 tools/probes/vmm_cost_probe.py [PAGE_MiB=2] [N=64] [ROUNDS=7]"""
+several rounds of N pages of PAGE bytes on device 0; FD=1 makes the pages
+with the POSIX fd handle type (shareable, as the framework's cache makes
+them). Usage:
+  python3 tools/probes/vmm_cost_probe.py [PAGE_MiB=2] [N=64] [ROUNDS=7] [FD=0]"""
 import ctypes
 import statistics
 import sys
@@ -12,11 +14,14 @@ import time
 page = int(sys.argv[1] if len(sys.argv) > 1 else 2) << 20
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 64
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 7
+shareable = len(sys.argv) > 4 and sys.argv[4] == "1"
 from cuda_driver import check, cu  # device 0's context is current
 from vmm_structs import device_memory, read_write
 
 
 prop = device_memory(0)
+if shareable:
+    prop.requestedHandleTypes = 1  # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
 access = read_write(0)
 base = ctypes.c_uint64()
 check(cu.cuMemAddressReserve(ctypes.byref(base), ctypes.c_size_t(n * page), ctypes.c_size_t(0),

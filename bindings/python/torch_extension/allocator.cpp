@@ -12,8 +12,6 @@
 
 namespace cumem_torch {
 
-namespace {
-
 std::string pointer_text(const void* p) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%p", p);
@@ -30,6 +28,8 @@ std::string bytes_text(uint64_t n) {
     std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(n));
   return buf;
 }
+
+namespace {
 
 // The device's primary context, current for the scope (events and copies
 // belong to a context; a free may run on any thread).
@@ -713,18 +713,6 @@ void Allocator::enablePeerAccess(c10::DeviceIndex dev, c10::DeviceIndex dev_to_a
   cumem_device_release(a);
   CUMEM_TORCH_OK(s, "enabling access of device " + std::to_string(dev) + " to device " +
                std::to_string(dev_to_access) + "'s memory");
-}
-
-cca::ShareableHandle Allocator::shareIpcHandle(void* ptr) {
-  CUMEM_TORCH_CHECK(false, "libcumem's PyTorch allocator cannot share CUDA tensors between processes "
-              "(shareIpcHandle of ", pointer_text(ptr), "): torch.multiprocessing's CUDA IPC is "
-              "not provided yet; share a libcumem buffer with cumem's IPC instead");
-}
-
-std::shared_ptr<void> Allocator::getIpcDevPtr(std::string handle) {
-  CUMEM_TORCH_CHECK(false, "libcumem's PyTorch allocator cannot open CUDA tensors of another process "
-              "(getIpcDevPtr of a ", handle.size(), "-byte handle): torch.multiprocessing's CUDA "
-              "IPC is not provided yet");
 }
 
 }  // namespace cumem_torch

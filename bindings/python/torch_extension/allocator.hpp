@@ -8,6 +8,8 @@
 //                  statistics, emptyCache, memory fraction, out of memory
 //   pools.cpp      private pools: CUDA graphs, MemPool, checkpoint state
 //   history.cpp    recordHistory, the trace, snapshot() in PyTorch's shape
+//   ipc.cpp        CUDA IPC of tensors (torch.multiprocessing): shareIpcHandle,
+//                  getIpcDevPtr
 //   install.cpp    the C entry points that install it
 #pragma once
 
@@ -59,6 +61,9 @@ struct Record {
   cumem_resource_t* resource = nullptr;     // the one it came from (not owned)
   std::shared_ptr<Pool> pool;               // a private pool's, else null
   std::shared_ptr<c10::GatheredContext> context;
+  // Shared with other processes (shareIpcHandle, ipc.cpp): the pages'
+  // fds, kept open while the block lives, so that a receiver can take them.
+  std::shared_ptr<cumem_virtual_ipc_handle_t> shared;
 };
 
 // A free held back until the events recorded on the streams that used the
@@ -261,6 +266,10 @@ std::string text(const A&... parts) {
   return out;
 }
 #define CUMEM_TORCH_CHECK(cond, ...) TORCH_CHECK(cond, ::cumem_torch::text(__VA_ARGS__))
+
+// For messages: "0x7f0000200000"; "2.00 MiB".
+std::string pointer_text(const void* p);
+std::string bytes_text(uint64_t n);
 
 // The status `s` as a PyTorch error naming `what`, with libcumem's message;
 // the driver's result `r` the same way.

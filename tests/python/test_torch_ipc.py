@@ -1,0 +1,96 @@
+"""CUDA IPC of tensors through torch.multiprocessing on libcumem's complete
+allocator (issue "A complete PyTorch allocator"): a CUDA tensor the parent
+made, sent to a child process through a queue (PyTorch's shareIpcHandle and
+getIpcDevPtr, libcumem's pages shared as POSIX fds), read there, written
+there, and the child's writes read back in the parent; a view with a storage
+offset. A small tensor (128
+KiB or less: the framework cache's small blocks come from the device's pool
+and are not shareable) is refused with a clear error when pickled, never a
+crash.
+
+Both processes install libcumem's allocator before their first CUDA tensor:
+this module's top level runs in the parent and, with the "spawn" start
+method, in the child before the queue's tensors are unpickled."""
+import os
+import sys
+
+os.environ.setdefault("CUMEM_FRAMEWORK_QUIET", "1")
+import cumem.torch  # noqa: E402
+
+assert cumem.torch.use_libcumem_allocator(pluggable=False) == "extension"
+import torch  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+
+N = 1 << 20  # 4 MiB of float32: a large block, on the shareable pages
+
+
+def child(inbox, outbox):
+    try:
+        t = inbox.get(timeout=120)
+        view = inbox.get(timeout=120)
+        expected = torch.arange(N, dtype=torch.float32, device="cuda")
+        report = {"equal": bool(torch.equal(t, expected)),
+                  "view": bool(torch.equal(view, expected[1000:3000])),
+                  "view_offset": view.storage_offset()}
+        t.mul_(2)  # seen by the parent: one memory
+        torch.cuda.synchronize()
+        outbox.put(("ok", report))
+        assert inbox.get(timeout=120) == "done"
+        del t, view
+    except Exception as e:  # reported to the parent, which fails the test
+        outbox.put(("error", f"{type(e).__name__}: {e}"))
+
+
+def main():
+    from gpu_common import require_gpu
+    require_gpu()
+    failures = []
+    ctx = mp.get_context("spawn")
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    proc = ctx.Process(target=child, args=(inbox, outbox))
+    proc.start()
+    t = torch.arange(N, dtype=torch.float32, device="cuda")
+    torch.cuda.synchronize()
+    inbox.put(t)
+    inbox.put(t[1000:3000])
+    status, report = outbox.get(timeout=300)
+    if status != "ok":
+        failures.append(f"the child failed: {report}")
+    else:
+        if not report["equal"]:
+            failures.append("the child read other bytes than the parent wrote")
+        if not report["view"] or report["view_offset"] != 1000:
+            failures.append(f"the view arrived wrong: {report}")
+        torch.cuda.synchronize()
+        doubled = torch.arange(N, dtype=torch.float32, device="cuda") * 2
+        if not torch.equal(t, doubled):
+            failures.append("the parent does not see the child's writes")
+    inbox.put("done")
+    proc.join(timeout=120)
+    if proc.exitcode != 0:
+        failures.append(f"the child exited with {proc.exitcode}")
+    print(f"sent {N * 4 >> 20} MiB and a view; child: {status} {report}")
+
+    # A small tensor: refused by name when pickled, the process unharmed.
+    from multiprocessing.reduction import ForkingPickler
+    small = torch.ones(16, device="cuda")
+    try:
+        ForkingPickler.dumps(small)
+        failures.append("a 64-byte tensor was shared, though small blocks are not shareable")
+    except RuntimeError as e:
+        message = str(e)
+        print(f"small tensor refused: {message.splitlines()[0][:200]}")
+        if "small block" not in message:
+            failures.append(f"the refusal does not say why: {message}")
+    if not torch.equal(small, torch.ones(16, device="cuda")):
+        failures.append("the small tensor changed")
+    del t
+    torch.cuda.ipc_collect()
+    for f in failures:
+        print("FAIL", f)
+    print(f"{'ok' if not failures else 'FAIL'} test_torch_ipc")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
