@@ -11,6 +11,7 @@
 #include "../src/buffer.hpp"
 #include "../src/ipc/allocation_handle.hpp"
 #include "../src/ipc/transport.hpp"
+#include "../src/resources/adaptor.hpp"
 #include "../src/resources/ipc_shareable.hpp"
 #include "../src/resources/resource.hpp"
 
@@ -29,7 +30,10 @@ void write_descriptor(const IpcDescriptor& d, cumem_ipc_descriptor_t* out) {
 
 IpcShareable& shareable(const cumem_resource_t* resource) {
   const Resource& r = object(resource, "resource");
-  auto* s = dynamic_cast<IpcShareable*>(const_cast<Resource*>(&r));
+  // Through adaptors that hand out their upstream's pointers as they are.
+  IpcShareable* s = nullptr;
+  for (const Resource* x = &r; x && !s; x = pass_through_upstream(*x))
+    s = dynamic_cast<IpcShareable*>(const_cast<Resource*>(x));
   if (!s)
     fail(Status::not_supported,
          r.describe() + " cannot be exported: only IPC-enabled resources can (a device or "
@@ -46,6 +50,17 @@ CUMEM_EXPORT cumem_status_t cumem_resource_get_allocation_handle(
   IpcShareable& s = shareable(resource);
   out(out_handle, "out_handle");
   *out_handle = to_handle<cumem_allocation_handle_t>(s.get_allocation_handle());
+  CUMEM_CATCH
+}
+
+CUMEM_EXPORT cumem_status_t cumem_resource_get_ipc_descriptor_native(
+    const cumem_resource_t* resource, const void* ptr, size_t size,
+    cumem_ipc_descriptor_t* out_descriptor) {
+  CUMEM_TRY
+  IpcShareable& s = shareable(resource);
+  if (!ptr) null_argument("ptr");
+  out(out_descriptor, "out_descriptor");
+  write_descriptor(s.get_ipc_descriptor(const_cast<void*>(ptr), size), out_descriptor);
   CUMEM_CATCH
 }
 

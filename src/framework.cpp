@@ -134,6 +134,31 @@ Ref<Resource> create_shareable_cache(const Ref<Resource>& upstream, CachingOptio
   return create_caching_resource(upstream, caching);
 }
 
+// The upstream of the framework's expandable cache over the device's
+// default memory resource (its default pool, which cannot share): a pool
+// of the framework's own made IPC-enabled, so that the cache's small blocks
+// (the upstream's allocations) can be shared with other processes
+// (torch.multiprocessing) as its large blocks are. A memory resource the
+// user set stays as it is; so does the default where no such pool can be
+// made.
+Ref<Resource> shareable_upstream(int device, Ref<Resource> upstream) {
+  Ref<Device> d = Device::get(device);
+  if (!upstream || !device_memory_resource_is_default(*d)) return upstream;
+  PoolOptions pool;
+  pool.use_default_pool = false;
+  pool.ipc_enabled = true;
+  try {
+    return create_device_resource(d, pool);
+  } catch (const Error& e) {
+    if (log::enabled(log::Level::info))
+      log::write(log::Level::info, "the framework's expandable cache of device " +
+                                       std::to_string(device) + " stays over " +
+                                       upstream->describe() + " (its small blocks cannot be "
+                                       "shared): no IPC-enabled pool: " + e.what());
+    return upstream;
+  }
+}
+
 // The default for `device` as `conf` says, over `upstream` (the device's
 // memory resource, when the configuration uses it).
 Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upstream) {
@@ -156,7 +181,8 @@ Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upst
     CachingOptions caching;
     caching.expandable = true;
     try {
-      r = create_shareable_cache(r, caching);
+      const bool plain_upstream = !conf.managed && !conf.own_pool;
+      r = create_shareable_cache(plain_upstream ? shareable_upstream(device, r) : r, caching);
     } catch (const Error& e) {
       if (e.status() != Status::not_supported) throw;
       if (log::enabled(log::Level::info))
@@ -168,8 +194,10 @@ Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upst
     CachingOptions caching;
     caching.expandable = conf.expandable;
     caching.page_size = conf.page_size;
-    r = conf.expandable ? create_shareable_cache(r, caching)
-                        : create_caching_resource(std::move(r), caching);
+    const bool plain_upstream = !conf.managed && !conf.own_pool;
+    r = conf.expandable
+            ? create_shareable_cache(plain_upstream ? shareable_upstream(device, r) : r, caching)
+            : create_caching_resource(std::move(r), caching);
   }
   // Above the cache: it caps what the framework's allocations hold, and an
   // expandable cache's large blocks never reach an adaptor beneath it.

@@ -2403,8 +2403,10 @@ typedef struct cumem_allocation_handle_t cumem_allocation_handle_t;
 
 /** Exports an IPC-enabled resource (properties.ipc_enabled: a device or
  *  pinned pool made with ipc_enabled, or a host shared resource; an
- *  imported resource may be exported again). The handle owns a new file
- *  descriptor (close-on-exec).
+ *  imported resource may be exported again). A limit, tracking, logging or
+ *  failure-callback adaptor exports the resource beneath it, a caching
+ *  adaptor its upstream (whose buffers its small blocks are). The handle
+ *  owns a new file descriptor (close-on-exec).
  *  CUMEM_ERROR_NOT_SUPPORTED: the resource cannot be shared this way (the
  *  message says which resources can). CUMEM_ERROR_OUT_OF_RESOURCES: the
  *  process has no file descriptor left. */
@@ -2473,6 +2475,21 @@ CUMEM_API cumem_status_t cumem_resource_from_allocation_handle(
  *  exports it once itself if needed. */
 CUMEM_API cumem_status_t cumem_buffer_get_ipc_descriptor(const cumem_buffer_t* buffer,
                                                          cumem_ipc_descriptor_t* out_descriptor);
+/** The descriptor of a native allocation (cumem_resource_allocate_native)
+ *  of `resource` at `ptr`, shared as `size` bytes (0: all of it where the
+ *  resource knows the size): for IPC-enabled pools (size: the
+ *  allocation's), and for the small blocks (128 KiB or less) of a caching
+ *  adaptor over one, which are that pool's allocations (the framework's
+ *  expandable cache has such a pool; its large blocks share as virtual IPC
+ *  handles instead). Through a limit, tracking, logging or failure-callback
+ *  adaptor the resource beneath answers; cumem_resource_get_allocation_handle
+ *  does the same, and exports the pool beneath a caching adaptor.
+ *  CUMEM_ERROR_NOT_SUPPORTED: the resource cannot share it (the message says
+ *  why: not a small block, an upstream without IPC).
+ *  CUMEM_ERROR_INVALID_ARGUMENT: `size` larger than the block. */
+CUMEM_API cumem_status_t cumem_resource_get_ipc_descriptor_native(
+    const cumem_resource_t* resource, const void* ptr, size_t size,
+    cumem_ipc_descriptor_t* out_descriptor);
 /** Opens a buffer descriptor of another process. `resource` is the
  *  resource imported from the descriptor's pool (pool and host shared
  *  descriptors), or a legacy device resource of the descriptor's device

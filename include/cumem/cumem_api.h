@@ -240,6 +240,7 @@ typedef cumem_status_t (*PFN_cumem_resource_set_peer_access)(cumem_resource_t* r
 typedef cumem_status_t (*PFN_cumem_resource_get_peer_access)(const cumem_resource_t* resource, const cumem_device_t* peer, cumem_bool_t* out_read_write);
 typedef cumem_status_t (*PFN_cumem_resource_get_virtual_ipc_handle_native)(const cumem_resource_t* resource, const void* ptr, size_t size, cumem_virtual_ipc_handle_t** out_handle);
 typedef cumem_status_t (*PFN_cumem_virtual_ipc_handle_from_pid)(const uint8_t* descriptor, size_t length, int32_t pid, const int32_t* remote_fds, uint32_t count, cumem_virtual_ipc_handle_t** out_handle);
+typedef cumem_status_t (*PFN_cumem_resource_get_ipc_descriptor_native)(const cumem_resource_t* resource, const void* ptr, size_t size, cumem_ipc_descriptor_t* out_descriptor);
 
 struct cumem_api_t {
   uint32_t version; /**< the newest version whose members are filled */
@@ -468,6 +469,7 @@ struct cumem_api_t {
   PFN_cumem_resource_get_peer_access cumem_resource_get_peer_access;
   PFN_cumem_resource_get_virtual_ipc_handle_native cumem_resource_get_virtual_ipc_handle_native;
   PFN_cumem_virtual_ipc_handle_from_pid cumem_virtual_ipc_handle_from_pid;
+  PFN_cumem_resource_get_ipc_descriptor_native cumem_resource_get_ipc_descriptor_native;
 };
 
 #ifdef __cplusplus

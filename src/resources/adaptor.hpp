@@ -53,4 +53,22 @@ class Adaptor : public Resource, public Trimmable, public DmaBufSource, public P
   Ref<Resource> upstream_;
 };
 
+// The upstream of an adaptor that hands out its upstream's pointers as
+// they are (limit, tracking, logging, failure callback), so that what is
+// asked of one of its pointers (sharing it) can be asked of the upstream;
+// null for any other resource (a cache or an aligned adaptor hands out
+// pointers of its own).
+inline const Resource* pass_through_upstream(const Resource& r) {
+  switch (r.properties().kind) {
+    case ResourceKind::limit:
+    case ResourceKind::tracking:
+    case ResourceKind::logging:
+    case ResourceKind::failure_callback:
+      if (const auto* a = dynamic_cast<const Adaptor*>(&r)) return &a->upstream();
+      return nullptr;
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace cumem::core

@@ -82,6 +82,7 @@
 #include "caching/stream_order.hpp"
 #include "caching/thread_cache.hpp"
 #include "caching/vmm_pages.hpp"
+#include "ipc_shareable.hpp"
 #include "snapshottable.hpp"
 #include "sync_resource.hpp"
 #include "trimmable.hpp"
@@ -131,6 +132,7 @@ using BlockOn = std::pair<Block, Ref<Stream>>;
 class CachingResource final : public Adaptor,
                               public Caching,
                               public Snapshottable,
+                              public IpcShareable,
                               public VirtualShareable {
  public:
   // `pages`: where an expandable cache maps its pages; null for the plain cache.
@@ -331,6 +333,38 @@ class CachingResource final : public Adaptor,
     return dmabuf_ranges_of(upstream(), segment, static_cast<size_t>(segment_size), first, bytes);
   }
 
+  // IpcShareable: the small blocks (128 KiB or less) are allocations of the
+  // upstream, which shares them as its own buffers when it can (an
+  // IPC-enabled pool: the framework's expandable cache has one), and
+  // exports itself for them. Large blocks are pieces of segments or pages:
+  // an expandable cache made with the POSIX fd handle type shares those as
+  // virtual IPC handles.
+  Ref<AllocationHandle> get_allocation_handle() const override {
+    return upstream_shareable("exporting the pool of " + describe() + "'s small blocks")
+        .get_allocation_handle();
+  }
+  IpcDescriptor get_ipc_descriptor(void* ptr, size_t size) const override {
+    uint64_t block = 0;
+    {
+      std::lock_guard<std::mutex> lock(central_.mutex);
+      const auto& small = central_.small_segments.sizes();
+      if (const auto it = small.find(ptr); it != small.end()) block = it->second;
+    }
+    if (block == 0)
+      fail(Status::not_supported,
+           "only the small blocks (" + describe_bytes(kSmallLimit) + " or less) of " + describe() +
+               " share as buffers of its upstream, and " + address_text(ptr) + " is not one" +
+               (expandable_ ? ": share a large block as a virtual IPC handle "
+                              "(cumem_buffer_get_virtual_ipc_handle)"
+                            : ": a large block is a piece of an upstream allocation"));
+    if (size > block)
+      fail(Status::invalid_argument, "sharing " + describe_bytes(size) + " at " +
+                                         address_text(ptr) + ": the block there has " +
+                                         describe_bytes(block));
+    return upstream_shareable("sharing a small block of " + describe())
+        .get_ipc_descriptor(ptr, size == 0 ? block : size);
+  }
+
   // VirtualShareable: a large block of an expandable cache made with the
   // POSIX fd handle type, as the pages that hold it (caching/shared_pages.hpp).
   Ref<VirtualIpcHandle> get_virtual_ipc_handle(void* ptr, size_t size) const override {
@@ -484,6 +518,15 @@ class CachingResource final : public Adaptor,
   }
 
  private:
+  // The upstream's IPC, or not_supported naming it.
+  const IpcShareable& upstream_shareable(const std::string& doing) const {
+    const auto* s = dynamic_cast<const IpcShareable*>(&upstream());
+    if (!s)
+      fail(Status::not_supported, doing + ": " + upstream().describe() +
+                                      " does not take part in IPC (make the cache over an "
+                                      "IPC-enabled pool)");
+    return *s;
+  }
   // The piece handed out at `ptr`, or null.
   static const Piece* piece_at(const Segments& segments, void* ptr) {
     const auto it = segments.pieces().find(ptr);

@@ -8,6 +8,7 @@
 #include "../driver/driver.hpp"
 #include "../error.hpp"
 #include "../ipc/virtual_handle.hpp"
+#include "adaptor.hpp"
 #include "virtual_resource.hpp"
 
 namespace cumem::core {
@@ -57,7 +58,11 @@ struct ImportedHandle {
 }  // namespace
 
 const VirtualShareable& virtual_shareable(const Resource* resource, const char* what) {
-  if (const auto* v = dynamic_cast<const VirtualShareable*>(resource)) return *v;
+  // Through adaptors that hand out their upstream's pointers unchanged (a
+  // limit above the framework's cache, tracking, logging): the memory is
+  // the upstream's.
+  for (const Resource* r = resource; r; r = pass_through_upstream(*r))
+    if (const auto* v = dynamic_cast<const VirtualShareable*>(r)) return *v;
   fail(Status::not_supported,
        std::string(what) + " comes from " +
            (resource ? resource->describe() : std::string("outside libcumem")) +

@@ -315,6 +315,19 @@ TEST(NullArguments, CachingResourceWithOptions) {
   CUMEM_EXPECT_ERROR(cumem_resource_get_virtual_ipc_handle_native(host, p, 0, &vh),
                      CUMEM_ERROR_NOT_SUPPORTED, "does not share as virtual IPC handles");
   EXPECT_EQ(vh, nullptr);
+  // Its small blocks share as its upstream's buffers, which a host resource has none of.
+  cumem_ipc_descriptor_t d;
+  CUMEM_EXPECT_ERROR(cumem_resource_get_ipc_descriptor_native(out, p, 0, &d),
+                     CUMEM_ERROR_NOT_SUPPORTED, "does not take part in IPC");
+  CUMEM_EXPECT_ERROR(cumem_resource_get_ipc_descriptor_native(out, p, 8192, &d),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "the block there has");
+  CUMEM_EXPECT_ERROR(cumem_resource_get_ipc_descriptor_native(out, &d, 0, &d),
+                     CUMEM_ERROR_NOT_SUPPORTED, "only the small blocks");
+  CUMEM_EXPECT_ERROR(cumem_resource_get_ipc_descriptor_native(out, nullptr, 0, &d),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "ptr");
+  cumem_allocation_handle_t* ah = nullptr;
+  CUMEM_EXPECT_ERROR(cumem_resource_get_allocation_handle(out, &ah), CUMEM_ERROR_NOT_SUPPORTED,
+                     "does not take part in IPC");
   CUMEM_ASSERT_OK(cumem_resource_deallocate_native(out, p, 4096, nullptr));
   const uint8_t junk[8] = {};
   const int32_t fd = 0;

@@ -3,9 +3,9 @@ allocator (issue "A complete PyTorch allocator"): a CUDA tensor the parent
 made, sent to a child process through a queue (PyTorch's shareIpcHandle and
 getIpcDevPtr, libcumem's pages shared as POSIX fds), read there, written
 there, and the child's writes read back in the parent; a view with a storage
-offset. A small tensor (128
-KiB or less: the framework cache's small blocks come from the device's pool
-and are not shareable) is refused with a clear error when pickled, never a
+offset; a small tensor (a block of the cache's IPC-enabled pool, sent as the
+pool's fd and the block's descriptor) the same way; a tensor of a private
+pool (torch.cuda.MemPool) refused with a clear error when pickled, never a
 crash.
 
 Both processes install libcumem's allocator before their first CUDA tensor:
@@ -28,15 +28,19 @@ def child(inbox, outbox):
     try:
         t = inbox.get(timeout=120)
         view = inbox.get(timeout=120)
+        small = inbox.get(timeout=120)
         expected = torch.arange(N, dtype=torch.float32, device="cuda")
         report = {"equal": bool(torch.equal(t, expected)),
                   "view": bool(torch.equal(view, expected[1000:3000])),
-                  "view_offset": view.storage_offset()}
+                  "view_offset": view.storage_offset(),
+                  "small": bool(torch.equal(small, torch.arange(16, dtype=torch.float32,
+                                                                device="cuda")))}
         t.mul_(2)  # seen by the parent: one memory
+        small.add_(100)
         torch.cuda.synchronize()
         outbox.put(("ok", report))
         assert inbox.get(timeout=120) == "done"
-        del t, view
+        del t, view, small
     except Exception as e:  # reported to the parent, which fails the test
         outbox.put(("error", f"{type(e).__name__}: {e}"))
 
@@ -51,8 +55,11 @@ def main():
     proc.start()
     t = torch.arange(N, dtype=torch.float32, device="cuda")
     torch.cuda.synchronize()
+    small = torch.arange(16, dtype=torch.float32, device="cuda")  # 64 bytes: a small block
+    torch.cuda.synchronize()
     inbox.put(t)
     inbox.put(t[1000:3000])
+    inbox.put(small)
     status, report = outbox.get(timeout=300)
     if status != "ok":
         failures.append(f"the child failed: {report}")
@@ -65,25 +72,33 @@ def main():
         doubled = torch.arange(N, dtype=torch.float32, device="cuda") * 2
         if not torch.equal(t, doubled):
             failures.append("the parent does not see the child's writes")
+        if not report["small"]:
+            failures.append("the child read other bytes of the small tensor")
+        if not torch.equal(small, torch.arange(16, dtype=torch.float32, device="cuda") + 100):
+            failures.append("the parent does not see the child's writes to the small tensor")
     inbox.put("done")
     proc.join(timeout=120)
     if proc.exitcode != 0:
         failures.append(f"the child exited with {proc.exitcode}")
-    print(f"sent {N * 4 >> 20} MiB and a view; child: {status} {report}")
 
-    # A small tensor: refused by name when pickled, the process unharmed.
+    print(f"sent {N * 4 >> 20} MiB, a view and 64 bytes; child: {status} {report}")
+
+    # A tensor of a private pool: refused by name when pickled, the process unharmed.
     from multiprocessing.reduction import ForkingPickler
-    small = torch.ones(16, device="cuda")
+    pool = torch.cuda.MemPool()
+    with torch.cuda.use_mem_pool(pool):
+        pooled = torch.ones(1 << 20, device="cuda")
     try:
-        ForkingPickler.dumps(small)
-        failures.append("a 64-byte tensor was shared, though small blocks are not shareable")
+        ForkingPickler.dumps(pooled)
+        failures.append("a tensor of a private pool was shared")
     except RuntimeError as e:
         message = str(e)
-        print(f"small tensor refused: {message.splitlines()[0][:200]}")
-        if "small block" not in message:
+        print(f"private pool's tensor refused: {message.splitlines()[0][:200]}")
+        if "private pool" not in message:
             failures.append(f"the refusal does not say why: {message}")
-    if not torch.equal(small, torch.ones(16, device="cuda")):
-        failures.append("the small tensor changed")
+    if not torch.equal(pooled, torch.ones(1 << 20, device="cuda")):
+        failures.append("the pool's tensor changed")
+    del pooled
     del t
     torch.cuda.ipc_collect()
     for f in failures:

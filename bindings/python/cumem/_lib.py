@@ -260,6 +260,7 @@ for _name, _res, _args in [
     ("cumem_virtual_ipc_handle_from_fds", _S, [V, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int32),
                                                ctypes.c_uint32, c_void_pp]),
     ("cumem_resource_get_virtual_ipc_handle_native", _S, [V, V, ctypes.c_size_t, c_void_pp]),
+    ("cumem_resource_get_ipc_descriptor_native", _S, [V, V, ctypes.c_size_t, V]),
     ("cumem_virtual_ipc_handle_from_pid", _S, [V, ctypes.c_size_t, ctypes.c_int32,
                                                ctypes.POINTER(ctypes.c_int32), ctypes.c_uint32,
                                                c_void_pp]),

@@ -46,6 +46,7 @@ constexpr size_t kRound = 512;
 constexpr size_t kSmallSize = 1 << 20;
 
 struct Pool;
+struct SharedBlock;  // ipc.cpp
 
 // One live allocation. The map of records is sharded by address (a lock and
 // a flat map per shard: no allocation per insert or erase); a record
@@ -61,9 +62,10 @@ struct Record {
   cumem_resource_t* resource = nullptr;     // the one it came from (not owned)
   std::shared_ptr<Pool> pool;               // a private pool's, else null
   std::shared_ptr<c10::GatheredContext> context;
-  // Shared with other processes (shareIpcHandle, ipc.cpp): the pages'
-  // fds, kept open while the block lives, so that a receiver can take them.
-  std::shared_ptr<cumem_virtual_ipc_handle_t> shared;
+  // Shared with other processes (shareIpcHandle, ipc.cpp): the handle
+  // string and what keeps its fds open while the block lives, so that a
+  // receiver can take them.
+  std::shared_ptr<SharedBlock> shared;
 };
 
 // A free held back until the events recorded on the streams that used the
@@ -188,6 +190,12 @@ class Allocator final : public cca::CUDAAllocator {
     std::atomic<int> captures_underway{0};
     std::atomic<bool> pools_active{false};
   };
+
+  // ipc.cpp: each framework resource's pool exported once (for its small
+  // blocks), the resource retained while the handle is kept.
+  std::shared_ptr<cumem_allocation_handle_t> pool_handle_of(cumem_resource_t* resource);
+  std::mutex ipc_mutex_;
+  std::unordered_map<cumem_resource_t*, std::shared_ptr<cumem_allocation_handle_t>> pool_handles_;
 
   Shard& shard_of(void* ptr);
   DeviceState& device_state(int device);

@@ -1243,6 +1243,12 @@ loader::functions! {
         size: usize,
         out_handle: *mut *mut cumem_virtual_ipc_handle_t,
     ) -> cumem_status_t;
+    pub fn cumem_resource_get_ipc_descriptor_native(
+        resource: *const cumem_resource_t,
+        ptr: *const c_void,
+        size: usize,
+        out_descriptor: *mut cumem_ipc_descriptor_t,
+    ) -> cumem_status_t;
     pub fn cumem_virtual_ipc_handle_from_pid(
         descriptor: *const u8,
         length: usize,
