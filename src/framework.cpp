@@ -19,8 +19,8 @@
 #include "native_stream.hpp"
 #include "pointer_map.hpp"
 #include "resources/caching_resource.hpp"
-#include "vmm/spec.hpp"
 #include "snapshot/registry.hpp"
+#include "vmm/spec.hpp"
 
 namespace cumem::core::framework {
 namespace {

@@ -386,8 +386,9 @@ class CachingResource final : public Adaptor,
           fail(Status::not_supported,
                "the block at " + address_text(ptr) + " is a small block (" +
                    describe_bytes(kSmallLimit) + " or less) of " + describe() +
-                   ", which comes from " + upstream().describe() +
-                   " and cannot be shared as a virtual IPC handle; only its large blocks can");
+                   ", an allocation of " + upstream().describe() +
+                   ", not pages: it is not shared as a virtual IPC handle but as a buffer of "
+                   "that resource (cumem_resource_get_ipc_descriptor_native), where it can share");
         fail(Status::invalid_argument, "sharing " + address_text(ptr) + ": no block of " +
                                            describe() + " handed out starts there");
       }
