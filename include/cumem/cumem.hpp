@@ -748,6 +748,14 @@ class Resource : public detail::Handle<Resource, cumem_resource_t, cumem_resourc
     return AllocationHandle(
         detail::out<cumem_allocation_handle_t*>(cumem_resource_get_allocation_handle, get()));
   }
+  // The descriptor of a native allocation at `ptr` (an IPC-enabled pool's,
+  // or a small block of a caching adaptor over one), shared as `size`
+  // bytes (0: all of it where the resource knows the size).
+  IpcDescriptor ipc_descriptor_native(const void* ptr, size_t size = 0) const {
+    IpcDescriptor d{};
+    check(cumem_resource_get_ipc_descriptor_native(get(), ptr, size, &d));
+    return d;
+  }
 
   // Virtual memory (cuda.core's VirtualMemoryResource): buffers that grow
   // and shrink with Buffer::resize; see cumem.h's "Virtual memory".
@@ -1197,6 +1205,22 @@ class VirtualIpcHandle
                                             fds.empty() ? nullptr : fds.data(), count, &h));
     return VirtualIpcHandle(h);
   }
+  // The same with the fds taken from the exporting process `pid`
+  // (pidfd_getfd of its fds `remote_fds`).
+  static VirtualIpcHandle from_pid(const std::vector<uint8_t>& descriptor, int32_t pid,
+                                   const std::vector<int32_t>& remote_fds) {
+    cumem_virtual_ipc_handle_t* h = nullptr;
+    const uint32_t count =
+        remote_fds.size() > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(remote_fds.size());
+    check(cumem_virtual_ipc_handle_from_pid(descriptor.data(), descriptor.size(), pid,
+                                            remote_fds.empty() ? nullptr : remote_fds.data(),
+                                            count, &h));
+    return VirtualIpcHandle(h);
+  }
+  // The pages of a native allocation at `ptr` of `resource` (a virtual
+  // resource's, or a large block of an expandable cache made with the
+  // POSIX fd handle type), shared as `size` bytes (0: the whole block).
+  static VirtualIpcHandle of_native(const Resource& resource, const void* ptr, size_t size = 0);
   uint32_t fd_count() const {
     return detail::out<uint32_t>(cumem_virtual_ipc_handle_fd_count, get());
   }
@@ -1214,6 +1238,12 @@ class VirtualIpcHandle
   }
 };
 
+inline VirtualIpcHandle VirtualIpcHandle::of_native(const Resource& resource, const void* ptr,
+                                                    size_t size) {
+  cumem_virtual_ipc_handle_t* h = nullptr;
+  check(cumem_resource_get_virtual_ipc_handle_native(resource.get(), ptr, size, &h));
+  return VirtualIpcHandle(h);
+}
 inline VirtualIpcHandle Buffer::get_virtual_ipc_handle() const {
   return VirtualIpcHandle(
       detail::out<cumem_virtual_ipc_handle_t*>(cumem_buffer_get_virtual_ipc_handle, get()));

@@ -295,6 +295,34 @@ TEST_F(FacadeIpcHost, ResourcesWithoutIpcCannotShare) {
   EXPECT_CUMEM_THROW(b.get_ipc_descriptor(), CUMEM_ERROR_NOT_SUPPORTED, "");
   const cumem::Buffer empty = shared.allocate(0);
   EXPECT_CUMEM_THROW(empty.get_ipc_descriptor(), CUMEM_ERROR_INVALID_ARGUMENT, "empty");
+  // Native allocations: the same refusals, and a cache over a resource
+  // without IPC has nothing to share its small blocks as.
+  void* p = host.allocate_native(64);
+  EXPECT_CUMEM_THROW(host.ipc_descriptor_native(p, 64), CUMEM_ERROR_NOT_SUPPORTED, "");
+  EXPECT_CUMEM_THROW(cumem::VirtualIpcHandle::of_native(host, p), CUMEM_ERROR_NOT_SUPPORTED,
+                     "virtual IPC handles");
+  host.deallocate_native(p, 64);
+  const cumem::Resource cache = cumem::Resource::caching(host);
+  void* q = cache.allocate_native(4096);
+  EXPECT_CUMEM_THROW(cache.ipc_descriptor_native(q), CUMEM_ERROR_NOT_SUPPORTED,
+                     "does not take part in IPC");
+  EXPECT_CUMEM_THROW(cumem::VirtualIpcHandle::of_native(cache, q), CUMEM_ERROR_NOT_SUPPORTED,
+                     "is not expandable");
+  cache.deallocate_native(q, 4096);
+  EXPECT_CUMEM_THROW(cumem::VirtualIpcHandle::from_pid({'n', 'o'}, getpid(), {}),
+                     CUMEM_ERROR_INVALID_ARGUMENT, "CUMEMVMM");
+}
+
+// A native allocation of an IPC-enabled resource has a descriptor of that
+// resource (which the exporter itself refuses to open, after reading it).
+TEST_F(FacadeIpcHost, ANativeAllocationHasADescriptorOfItsResource) {
+  void* p = shared.allocate_native(512);
+  const cumem::IpcDescriptor d = shared.ipc_descriptor_native(p, 512);
+  EXPECT_CUMEM_THROW(cumem::Buffer::from_ipc_descriptor(shared, d), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "this very resource");
+  EXPECT_CUMEM_THROW(shared.ipc_descriptor_native(nullptr, 512), CUMEM_ERROR_INVALID_ARGUMENT,
+                     "ptr");
+  shared.deallocate_native(p, 512);
 }
 
 TEST_F(FacadeIpcHost, SendAndReceiveOverOneSocketPair) {
