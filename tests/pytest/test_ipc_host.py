@@ -122,3 +122,23 @@ def test_send_limits_and_a_closed_peer():
         cumem.ipc_receive(b)
     assert e.value.status_name == "CUMEM_ERROR_INVALID_STATE"
     b.close()
+
+
+def test_virtual_handles_of_native_allocations_and_from_pid_refuse_by_name(host):
+    """VirtualIpcHandle.of_native and .from_pid: what cannot be shared says so."""
+    from cumem._virtual import VirtualIpcHandle
+    b = host.allocate(64)
+    with pytest.raises(cumem.CumemError) as e:
+        VirtualIpcHandle.of_native(host, b.ptr)
+    assert e.value.status_name == "CUMEM_ERROR_NOT_SUPPORTED"
+    assert "virtual IPC handles" in str(e.value)
+    cache = cumem.Resource.caching(host)
+    with pytest.raises(cumem.CumemError) as e:
+        VirtualIpcHandle.of_native(cache, 0)
+    assert e.value.status_name == "CUMEM_ERROR_INVALID_ARGUMENT"
+    with pytest.raises(cumem.CumemError) as e:
+        VirtualIpcHandle.from_pid(b"not a descriptor", os.getpid(), [0])
+    assert e.value.status_name == "CUMEM_ERROR_INVALID_ARGUMENT"
+    assert "CUMEMVMM" in str(e.value)
+    with pytest.raises(ValueError, match="handle_type"):
+        cumem.Resource.caching(host, expandable=True, handle_type="fabric")
