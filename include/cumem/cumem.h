@@ -1214,9 +1214,11 @@ typedef struct cumem_caching_resource_options_t {
    *  adaptor under the cache (a limit) does not see the large blocks: put a
    *  limit above the cache instead. The upstream's memory must be device
    *  memory (CUMEM_MEMORY_DEVICE) on a device with virtual memory
-   *  management. The memory is accessible from the upstream's device only
-   *  (not from peers), and cannot be shared with other processes
-   *  (cumem_buffer_get_ipc_descriptor refuses it). Default false. */
+   *  management. The memory is accessible from the upstream's device, and
+   *  from peers given access (cumem_resource_set_peer_access); its large
+   *  blocks are shared with other processes only with handle_types (below),
+   *  as virtual IPC handles, its small blocks as buffers of an IPC-enabled
+   *  upstream. Default false. */
   cumem_bool_t expandable;
   /** With expandable: the bytes mapped at a time. 0 (default): 8 MiB
    *  pages for blocks of 16 MiB or more and 2 MiB pages for the others, each
