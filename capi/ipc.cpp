@@ -31,9 +31,7 @@ void write_descriptor(const IpcDescriptor& d, cumem_ipc_descriptor_t* out) {
 IpcShareable& shareable(const cumem_resource_t* resource) {
   const Resource& r = object(resource, "resource");
   // Through adaptors that hand out their upstream's pointers as they are.
-  IpcShareable* s = nullptr;
-  for (const Resource* x = &r; x && !s; x = pass_through_upstream(*x))
-    s = dynamic_cast<IpcShareable*>(const_cast<Resource*>(x));
+  IpcShareable* s = find_through_pass_through<IpcShareable>(&r);
   if (!s)
     fail(Status::not_supported,
          r.describe() + " cannot be exported: only IPC-enabled resources can (a device or "

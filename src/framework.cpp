@@ -120,7 +120,7 @@ std::shared_ptr<const AllocConf> current_conf(uint64_t& generation) {
 // fd handle type where the device has it (as PyTorch's expandable
 // segments), so that its large blocks can be shared with other processes
 // (torch.multiprocessing); else one without.
-Ref<Resource> create_shareable_cache(const Ref<Resource>& upstream, CachingOptions caching) {
+Ref<Resource> create_shareable_pages_cache(const Ref<Resource>& upstream, CachingOptions caching) {
   caching.handle_types = vmm::kHandlePosixFd;
   try {
     return create_caching_resource(upstream, caching);
@@ -159,6 +159,15 @@ Ref<Resource> shareable_upstream(int device, Ref<Resource> upstream) {
   }
 }
 
+// The framework's expandable cache (`caching.expandable` set) over `r`:
+// every block shareable (its pages, and where `r` is the device's default
+// resource an IPC-enabled pool of its own for the small blocks).
+Ref<Resource> create_shareable_cache(const AllocConf& conf, int device, const Ref<Resource>& r,
+                                     const CachingOptions& caching) {
+  const bool plain_upstream = !conf.managed && !conf.own_pool;
+  return create_shareable_pages_cache(plain_upstream ? shareable_upstream(device, r) : r, caching);
+}
+
 // The default for `device` as `conf` says, over `upstream` (the device's
 // memory resource, when the configuration uses it).
 Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upstream) {
@@ -181,8 +190,7 @@ Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upst
     CachingOptions caching;
     caching.expandable = true;
     try {
-      const bool plain_upstream = !conf.managed && !conf.own_pool;
-      r = create_shareable_cache(plain_upstream ? shareable_upstream(device, r) : r, caching);
+      r = create_shareable_cache(conf, device, r, caching);
     } catch (const Error& e) {
       if (e.status() != Status::not_supported) throw;
       if (log::enabled(log::Level::info))
@@ -194,10 +202,8 @@ Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upst
     CachingOptions caching;
     caching.expandable = conf.expandable;
     caching.page_size = conf.page_size;
-    const bool plain_upstream = !conf.managed && !conf.own_pool;
-    r = conf.expandable
-            ? create_shareable_cache(plain_upstream ? shareable_upstream(device, r) : r, caching)
-            : create_caching_resource(std::move(r), caching);
+    r = conf.expandable ? create_shareable_cache(conf, device, r, caching)
+                        : create_caching_resource(std::move(r), caching);
   }
   // Above the cache: it caps what the framework's allocations hold, and an
   // expandable cache's large blocks never reach an adaptor beneath it.

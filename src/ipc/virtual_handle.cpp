@@ -7,28 +7,10 @@
 
 #include "../error.hpp"
 #include "descriptor.hpp"
+#include "owned_fds.hpp"
 #include "transport.hpp"
 
 namespace cumem::core {
-namespace {
-
-// File descriptors received so far: closed unless handed over.
-class ReceivedFds {
- public:
-  ReceivedFds() = default;
-  ReceivedFds(const ReceivedFds&) = delete;
-  ReceivedFds& operator=(const ReceivedFds&) = delete;
-  ~ReceivedFds() {
-    for (int fd : fds_) ::close(fd);
-  }
-  void add(int fd) { fds_.push_back(fd); }
-  std::vector<int> release() { return std::move(fds_); }
-
- private:
-  std::vector<int> fds_;
-};
-
-}  // namespace
 
 Ref<VirtualIpcHandle> VirtualIpcHandle::adopt(const VirtualDescriptor& descriptor,
                                               std::vector<int> fds) {
@@ -70,7 +52,7 @@ Ref<VirtualIpcHandle> VirtualIpcHandle::from_pid(const uint8_t* bytes, size_t le
   if (count != d.chunks.size())
     fail(Status::invalid_argument, std::to_string(count) + " file descriptors for " + describe(d) +
                                        "; it needs one per chunk");
-  ReceivedFds taken;  // closed if a later one fails
+  OwnedFds taken;  // closed if a later one fails
   for (uint32_t i = 0; i < count; ++i) taken.add(fd_from_pid(pid, remote_fds[i], d.exporter_pid));
   return take(d, taken.release());
 }
@@ -91,7 +73,7 @@ void VirtualIpcHandle::send(int socket) const {
 
 Ref<VirtualIpcHandle> VirtualIpcHandle::receive(int socket) {
   const char* doing = "receiving a virtual IPC handle: ";
-  ReceivedFds fds;
+  OwnedFds fds;
   ReceivedMessage first = receive_message(socket, kIpcMaxMessageDescriptors);
   if (first.fd >= 0) fds.add(first.fd);
   if (first.fd < 0)

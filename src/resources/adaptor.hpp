@@ -71,4 +71,13 @@ inline const Resource* pass_through_upstream(const Resource& r) {
   }
 }
 
+// `r` or the first resource beneath it through such adaptors that is a T
+// (an IPC interface: what is asked of a pointer), or null.
+template <class T>
+T* find_through_pass_through(const Resource* r) {
+  for (; r; r = pass_through_upstream(*r))
+    if (auto* t = dynamic_cast<T*>(const_cast<Resource*>(r))) return t;
+  return nullptr;
+}
+
 }  // namespace cumem::core

@@ -357,10 +357,7 @@ class CachingResource final : public Adaptor,
                (expandable_ ? ": share a large block as a virtual IPC handle "
                               "(cumem_buffer_get_virtual_ipc_handle)"
                             : ": a large block is a piece of an upstream allocation"));
-    if (size > block)
-      fail(Status::invalid_argument, "sharing " + describe_bytes(size) + " at " +
-                                         address_text(ptr) + ": the block there has " +
-                                         describe_bytes(block));
+    check_share_size(ptr, size, block);
     return upstream_shareable("sharing a small block of " + describe())
         .get_ipc_descriptor(ptr, size == 0 ? block : size);
   }
@@ -393,10 +390,7 @@ class CachingResource final : public Adaptor,
                                            describe() + " handed out starts there");
       }
       block = p->size;
-      if (size > block)
-        fail(Status::invalid_argument, "sharing " + describe_bytes(size) + " at " +
-                                           address_text(ptr) + ": the block there has " +
-                                           describe_bytes(block));
+      check_share_size(ptr, size, block);
       ScopedContext scope(*device_);
       RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
       export_block_pages(*p, size == 0 ? block : size, shared);
@@ -411,7 +405,7 @@ class CachingResource final : public Adaptor,
     d.handle_types = vmm::kHandlePosixFd;
     d.granularity = pages_->granularity();
     for (const auto& [offset, bytes] : shared.pages) d.chunks.push_back({offset, bytes});
-    return VirtualIpcHandle::take(d, shared.release_fds());
+    return VirtualIpcHandle::take(d, shared.fds.release());
   }
 
   // Snapshottable: every segment and block, taken with every lock held at
@@ -519,6 +513,13 @@ class CachingResource final : public Adaptor,
   }
 
  private:
+  // invalid_argument unless `size` bytes at `ptr` fit the block there.
+  static void check_share_size(const void* ptr, size_t size, uint64_t block) {
+    if (size > block)
+      fail(Status::invalid_argument, "sharing " + describe_bytes(size) + " at " +
+                                         address_text(ptr) + ": the block there has " +
+                                         describe_bytes(block));
+  }
   // The upstream's IPC, or not_supported naming it.
   const IpcShareable& upstream_shareable(const std::string& doing) const {
     const auto* s = dynamic_cast<const IpcShareable*>(&upstream());

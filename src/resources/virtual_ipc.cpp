@@ -7,21 +7,13 @@
 #include "../capture.hpp"
 #include "../driver/driver.hpp"
 #include "../error.hpp"
+#include "../ipc/owned_fds.hpp"
 #include "../ipc/virtual_handle.hpp"
 #include "adaptor.hpp"
 #include "virtual_resource.hpp"
 
 namespace cumem::core {
 namespace {
-
-// File descriptors made so far: closed unless handed over.
-struct ExportedFds {
-  std::vector<int> fds;
-  ~ExportedFds() {
-    for (int fd : fds) ::close(fd);
-  }
-  std::vector<int> release() { return std::move(fds); }
-};
 
 uint32_t descriptor_location(LocationType t) {
   switch (t) {
@@ -61,8 +53,7 @@ const VirtualShareable& virtual_shareable(const Resource* resource, const char* 
   // Through adaptors that hand out their upstream's pointers unchanged (a
   // limit above the framework's cache, tracking, logging): the memory is
   // the upstream's.
-  for (const Resource* r = resource; r; r = pass_through_upstream(*r))
-    if (const auto* v = dynamic_cast<const VirtualShareable*>(r)) return *v;
+  if (const auto* v = find_through_pass_through<const VirtualShareable>(resource)) return *v;
   fail(Status::not_supported,
        std::string(what) + " comes from " +
            (resource ? resource->describe() : std::string("outside libcumem")) +
@@ -95,11 +86,10 @@ Ref<VirtualIpcHandle> VirtualResource::get_virtual_ipc_handle(void* ptr, size_t 
   d.granularity = spec_->granularity();
   ScopedContext scope(*device_);
   RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
-  ExportedFds fds;
+  OwnedFds fds;
   for (const vmm::ChunkInfo& c : a.range->chunks()) {
     d.chunks.push_back({c.offset, c.size});
-    fds.fds.reserve(fds.fds.size() + 1);
-    fds.fds.push_back(c.chunk->export_fd());
+    fds.add(c.chunk->export_fd());
   }
   return VirtualIpcHandle::take(d, fds.release());
 }

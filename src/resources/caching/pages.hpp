@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../../error.hpp"
+#include "../../ipc/owned_fds.hpp"
 
 namespace cumem::core::caching {
 
@@ -39,12 +40,12 @@ class PageRange {
   virtual void set_access(int ordinal, bool read_write) = 0;
   // The physical memory of [offset, offset + bytes) (whole pages, every one
   // mapped) for another process: one new POSIX file descriptor per page
-  // (appended to `fds`, owned by the caller) and its (offset from `offset`,
-  // size) appended to `pages`. not_supported when the pages were not made
-  // shareable (PageSource::shareable()).
+  // (added to `fds`) and its (offset from `offset`, size) appended to
+  // `pages`. not_supported when the pages were not made shareable
+  // (PageSource::shareable()).
   virtual void export_pages(uint64_t offset, uint64_t bytes,
                             std::vector<std::pair<uint64_t, uint64_t>>& pages,
-                            std::vector<int>& fds) const {
+                            OwnedFds& fds) const {
     (void)offset, (void)bytes, (void)pages, (void)fds;
     fail(Status::not_supported, "these pages cannot be exported");
   }
@@ -76,8 +77,8 @@ class PageSource {
   virtual void set_owner(uint64_t resource_id) { (void)resource_id; }
   // Whether its pages can be exported (made with the POSIX fd handle type).
   virtual bool shareable() const { return false; }
-  // For the descriptor of exported pages: the memory's device and the
-  // pages' granularity.
+  // The granularity the pages were made at, for the descriptor of exported
+  // pages.
   virtual uint64_t granularity() const { return page_size(); }
 };
 

@@ -1,14 +1,8 @@
 #include "shared_pages.hpp"
 
-#include <unistd.h>
-
 #include "expandable.hpp"
 
 namespace cumem::core::caching {
-
-SharedPages::~SharedPages() {
-  for (int fd : fds) ::close(fd);
-}
 
 void export_block_pages(const Piece& p, uint64_t size, SharedPages& out) {
   const PageRange& range = *p.segment->pages;

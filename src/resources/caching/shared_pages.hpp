@@ -11,20 +11,15 @@
 #include <utility>
 #include <vector>
 
+#include "../../ipc/owned_fds.hpp"
 #include "segments.hpp"
 
 namespace cumem::core::caching {
 
 struct SharedPages {
   std::vector<std::pair<uint64_t, uint64_t>> pages;  // (offset from the first, size)
-  std::vector<int> fds;                              // owned until released
+  OwnedFds fds;                                      // one per page
   uint64_t offset = 0;                               // of the block in the first page
-
-  SharedPages() = default;
-  SharedPages(const SharedPages&) = delete;
-  SharedPages& operator=(const SharedPages&) = delete;
-  ~SharedPages();  // closes the fds not released
-  std::vector<int> release_fds() { return std::move(fds); }
 };
 
 // The pages that hold the first `size` bytes of the handed-out piece `p` of

@@ -26,7 +26,7 @@ class VmmRange final : public PageRange {
                        read_write ? vmm::Access::read_write : vmm::Access::none);
   }
   void export_pages(uint64_t offset, uint64_t bytes, std::vector<std::pair<uint64_t, uint64_t>>& pages,
-                    std::vector<int>& fds) const override {
+                    OwnedFds& fds) const override {
     if (!(range_->spec().prop().requestedHandleTypes & vmm::kHandlePosixFd))
       fail(Status::not_supported, "the pages of " + range_->spec().describe() +
                                       " were made without the POSIX fd handle type");
@@ -39,7 +39,7 @@ class VmmRange final : public PageRange {
                                    std::to_string(offset + bytes) + ") of an expandable range are "
                                    "not whole mapped chunks (one at " + std::to_string(c.offset) +
                                    " of " + describe_bytes(c.size) + ")");
-      fds.push_back(c.chunk->export_fd());
+      fds.add(c.chunk->export_fd());
       pages.emplace_back(c.offset - offset, c.size);
       at += c.size;
     }
