@@ -7,7 +7,8 @@
 // calls, around every unsafe call), and the framework entry points' pair
 // on a stream (which asks at the allocation and at the free) against the
 // legacy default stream (which asks nothing), beside the cached raw pair
-// these costs compare with. Run: build/bench/bench_capture (skips without
+// these costs compare with (through a libcumem stream handle, and through
+// the native handles the entry points take). Run: build/bench/bench_capture (skips without
 // a GPU). The README's "CUDA graphs" section reads its numbers from here.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
@@ -170,6 +171,30 @@ void cumem_cached_pair(benchmark::State& state) {
   cumem_stream_synchronize(s.stream);
 }
 
+// The same pair through the native handle (cumem_resource_allocate_native),
+// on the stream and on the legacy default stream: the raw pair a framework
+// entry point compares with, since a framework always names a native stream.
+void cumem_cached_pair_native(benchmark::State& state, void* stream) {
+  if (!usable(state)) return;
+  const Setup& s = setup();
+  const size_t size = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    void* p = nullptr;
+    if (cumem_resource_allocate_native(s.cache, size, stream, &p) != CUMEM_SUCCESS ||
+        cumem_resource_deallocate_native(s.cache, p, size, stream) != CUMEM_SUCCESS) {
+      state.SkipWithError(cumem_last_error_message());
+      break;
+    }
+  }
+  cumem_device_synchronize(s.device);
+}
+void cumem_cached_pair_native_on_stream(benchmark::State& state) {
+  cumem_cached_pair_native(state, usable(state) ? static_cast<void*>(setup().native) : nullptr);
+}
+void cumem_cached_pair_native_on_legacy_stream(benchmark::State& state) {
+  cumem_cached_pair_native(state, nullptr);
+}
+
 // cumem_torch_alloc/free over the caching adaptor: on a stream (a capture
 // question at each end) and on the legacy default stream (none). The
 // difference is what capture detection costs the framework entry points.
@@ -200,6 +225,8 @@ BENCHMARK(driver_relaxed_scope);
 BENCHMARK(cumem_get_capture_info_stream);
 BENCHMARK(cumem_get_capture_info_legacy);
 BENCHMARK(cumem_cached_pair)->Arg(256)->Arg(1 << 20);
+BENCHMARK(cumem_cached_pair_native_on_stream)->Arg(256)->Arg(1 << 20);
+BENCHMARK(cumem_cached_pair_native_on_legacy_stream)->Arg(256)->Arg(1 << 20);
 BENCHMARK(torch_pair_on_stream)->Arg(256)->Arg(1 << 20);
 BENCHMARK(torch_pair_on_legacy_stream)->Arg(256)->Arg(1 << 20);
 

@@ -14,6 +14,11 @@
 //   5. pinned 1 MiB pairs;
 //   6. copies through buffers against cuMemcpyAsync, and a 64 B copy;
 //   7. the cost of one C ABI call against a plain function call.
+// The framework entry points (cumem_torch_alloc/free, what PyTorch's
+// CUDAPluggableAllocator calls) over the same caching adaptor, set as device
+// 0's framework resource, run in 1 and 2 on the same native streams as the
+// raw rows, with their ratio to the raw pair (issue 20: at most 1.3x, and
+// at 16 threads at least 0.8x the raw aggregate).
 // The caching adaptor with expandable segments (issue 18) runs beside the
 // plain one in 1-3, and 3b gives the device memory every allocator takes at
 // the peak of the RMM-shaped trace (cuMemGetInfo after each allocation).
@@ -297,6 +302,13 @@ void* buffer_allocate(void* ctx, size_t size, const Streams& s) {
              ? b
              : nullptr;
 }
+void* entry_allocate(void*, size_t size, const Streams& s) {
+  return cumem_torch_alloc(size, 0, s.cuda);
+}
+bool entry_deallocate(void*, void* p, size_t size, const Streams& s) {
+  cumem_torch_free(p, size, 0, s.cuda);
+  return true;
+}
 bool buffer_deallocate(void*, void* b, size_t, const Streams& s) {
   const bool ok = cumem_buffer_close(static_cast<cumem_buffer_t*>(b), s.cumem) == CUMEM_SUCCESS;
   return cumem_buffer_release(static_cast<cumem_buffer_t*>(b)) == CUMEM_SUCCESS && ok;
@@ -437,6 +449,11 @@ int main() {
   const Allocator legacy{"cuMemAlloc + cuMemFree", legacy_allocate, legacy_deallocate, nullptr};
   const Allocator expandable_raw{"libcumem expandable, raw", raw_allocate, raw_deallocate,
                                  env.expandable};
+  const Allocator entry{"libcumem caching, torch entry", entry_allocate, entry_deallocate, nullptr};
+  if (cumem_framework_set_resource(0, env.cache) != CUMEM_SUCCESS) {
+    std::printf("bench_peers: %s\n", cumem_last_error_message());
+    return 1;
+  }
 
   Streams main_stream;
   cudaStreamCreateWithFlags(&main_stream.cuda, cudaStreamNonBlocking);
@@ -446,7 +463,8 @@ int main() {
   const size_t sizes[] = {256, 64 * KiB, 1 * MiB, 64 * MiB};
   const Allocator* latency_rows[] = {&driver_pool, &runtime,      &torch,
                                      &device_raw,  &cache_raw,    &cache_buffer,
-                                     &cache_facade, &expandable_raw, &legacy};
+                                     &cache_facade, &expandable_raw, &entry,
+                                     &legacy};
   std::map<std::string, std::vector<Latency>> lat;
   std::printf("1. allocate + free pair, one stream: min / median of 7 repetitions (ns)\n");
   std::printf("%-28s %15s %15s %15s %15s\n", "", "256 B", "64 KiB", "1 MiB", "64 MiB");
@@ -469,6 +487,10 @@ int main() {
       std::printf(" %5.2f", ratio(lat[a->name][i].median, lat["PyTorch caching"][i].median));
     std::printf("\n");
   }
+  std::printf("%-28s", "torch entry / caching, raw");
+  for (int i = 0; i < 4; ++i)
+    std::printf(" %5.2f", ratio(lat[entry.name][i].median, lat[cache_raw.name][i].median));
+  std::printf("\n");
 
   // 2. Threads.
   sched_setaffinity(0, sizeof all_cores, &all_cores);
@@ -477,15 +499,23 @@ int main() {
   for (int t : thread_counts) std::printf(" %8d", t);
   std::printf("\n");
   const Allocator* thread_rows[] = {&driver_pool, &torch, &device_raw, &cache_raw, &cache_buffer,
-                                    &expandable_raw};
+                                    &expandable_raw, &entry};
+  std::map<std::string, std::vector<double>> rates;
   for (const Allocator* a : thread_rows) {
-    const bool fast = a == &cache_raw || a == &cache_buffer || a == &expandable_raw;
+    const bool fast = a == &cache_raw || a == &cache_buffer || a == &expandable_raw || a == &entry;
     cumem_resource_t* cache = a == &expandable_raw ? env.expandable : env.cache;
     std::printf("%-28s", a->name);
-    for (int t : thread_counts)
-      std::printf(" %8.2f", pairs_per_second(*a, env.device, cache, t, fast ? 400000 : 20000) / 1e6);
+    for (int t : thread_counts) {
+      const double rate = pairs_per_second(*a, env.device, cache, t, fast ? 400000 : 20000) / 1e6;
+      rates[a->name].push_back(rate);
+      std::printf(" %8.2f", rate);
+    }
     std::printf("\n");
   }
+  std::printf("%-28s", "torch entry / caching, raw");
+  for (size_t i = 0; i < std::size(thread_counts); ++i)
+    std::printf(" %8.2f", ratio(rates[entry.name][i], rates[cache_raw.name][i]));
+  std::printf("\n");
 
   // 3. Random traces.
   const Trace rmm = random_trace(100000, 4096, 256, 8 * MiB, 42);

@@ -45,10 +45,15 @@ CaptureStatus to_status(CUstreamCaptureStatus s) {
 // driver.
 thread_local int relaxed_depth = 0;
 
+// KnownCapture's answer on this thread (stream null: none known).
+using Known = KnownCapture::Answer;
+thread_local Known known;
+
 }  // namespace
 
 CaptureStatus capture_status(const Stream* stream) {
   if (never_captures(stream)) return CaptureStatus::none;
+  if (stream == known.stream) return known.info.status;
   const auto& drv = driver::get();
   // Capture came with cuStreamIsCapturing (CUDA 10.0): a driver without it
   // cannot capture.
@@ -63,6 +68,7 @@ CaptureStatus capture_status(const Stream* stream) {
 CaptureInfo capture_info(const Stream* stream) {
   CaptureInfo info;
   if (never_captures(stream)) return info;
+  if (stream == known.stream && (known.has_id || !known.info.capturing())) return known.info;
   const auto& drv = driver::get();
   if (!drv.cuStreamGetCaptureInfo_fn) {
     info.status = capture_status(stream);
@@ -86,6 +92,27 @@ CaptureInfo capture_info(const Stream* stream) {
   info.status = to_status(status);
   // The id is valid only for an active capture (the driver's rule).
   info.id = info.status == CaptureStatus::active ? id : 0;
+  return info;
+}
+
+KnownCapture::KnownCapture(const Stream* stream, CaptureInfo info, bool has_id) noexcept
+    : remembers_(!never_captures(stream)) {
+  if (!remembers_) return;  // answered without a call anyway
+  previous_ = known;
+  known = {stream, info, has_id};
+}
+
+KnownCapture::~KnownCapture() {
+  if (remembers_) known = previous_;
+}
+
+CaptureInfo capture_question(const Stream* stream, bool& has_id) {
+  has_id = true;
+  if (never_captures(stream)) return {};
+  if (driver::get().cuStreamGetCaptureInfo_fn) return capture_info(stream);
+  has_id = false;
+  CaptureInfo info;
+  info.status = capture_status(stream);
   return info;
 }
 

@@ -47,6 +47,38 @@ CaptureStatus capture_status(const Stream* stream);
 // for a stream that captures.
 CaptureInfo capture_info(const Stream* stream);
 
+// What one entry point already asked the driver about one stream, for the
+// resource it calls next: within the scope, capture_status and capture_info
+// of `stream` answer from it without a driver call (the framework entry
+// points ask first, to know whether the free may run now, and the caching
+// adaptor would ask the same question again a few instructions later).
+// Nested scopes stack; a scope for another stream hides none. The answer
+// can only go stale by another thread beginning or ending a capture on the
+// same stream during the call, which is a race in the caller's own code.
+class KnownCapture {
+ public:
+  KnownCapture(const Stream* stream, CaptureInfo info, bool has_id) noexcept;
+  ~KnownCapture();
+  KnownCapture(const KnownCapture&) = delete;
+  KnownCapture& operator=(const KnownCapture&) = delete;
+
+  struct Answer {
+    const Stream* stream = nullptr;
+    CaptureInfo info;
+    bool has_id = false;
+  };
+
+ private:
+  bool remembers_;  // false for the legacy default stream: nothing to remember
+  Answer previous_;
+};
+
+// The question the framework entry points ask: capture_info where the
+// driver gives the capture's id (CUDA 12.3+), else capture_status alone
+// (`has_id` false), so that a driver without the id is refused only by a
+// resource that needs it.
+CaptureInfo capture_question(const Stream* stream, bool& has_id);
+
 // Throws invalid_state when `stream` captures, naming `operation` (a call
 // that would wait for work that has not run, or that the driver refuses
 // under capture): before the driver is asked to do it, so the capture

@@ -20,18 +20,27 @@
 #include "pointer_map.hpp"
 #include "resources/caching_resource.hpp"
 #include "snapshot/registry.hpp"
+#include "spin_lock.hpp"
 #include "vmm/spec.hpp"
 
 namespace cumem::core::framework {
 namespace {
 
 constexpr int kMaxDevices = 64;
-constexpr size_t kShards = 64;
+constexpr size_t kShards = 256;
 
 // The resource choice of one device: the one set_resource gave, else the
 // default (the configuration's resource, src/alloc_conf.hpp), cached with
 // the configuration's generation and, when it is made over the device's
 // memory resource, that resource and its version.
+//
+// What get_resource would return is also published for readers that take
+// no lock (every allocation asks): `chosen` and the conditions under which
+// it is still the choice, under a sequence count that is odd while the
+// lock holder changes them. A reader takes a reference to `chosen` and
+// then finds the count unchanged, so the slot still held it when the
+// reference was taken (resources live in type-stable slab slots, so the
+// attempt is safe even on one that was just released).
 struct Slot {
   std::mutex mutex;
   Ref<Resource> resource;
@@ -39,6 +48,50 @@ struct Slot {
   Ref<Resource> fallback_upstream;  // the device's memory resource under it, if used
   uint64_t fallback_version = 0;
   uint64_t fallback_generation = 0;
+
+  std::atomic<uint64_t> sequence{0};
+  std::atomic<Resource*> chosen{nullptr};
+  std::atomic<bool> chosen_is_set{false};         // set_resource's: holds whatever changes
+  std::atomic<bool> chosen_tracks_version{false};  // made over the device's memory resource
+  std::atomic<uint64_t> chosen_version{0};
+  std::atomic<uint64_t> chosen_generation{0};
+
+  // Under `mutex`, after every change of resource or fallback.
+  void publish() noexcept {
+    const uint64_t n = sequence.load(std::memory_order_relaxed);
+    sequence.store(n + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    Resource* r = resource ? resource.get() : fallback.get();
+    chosen.store(r, std::memory_order_relaxed);
+    chosen_is_set.store(static_cast<bool>(resource), std::memory_order_relaxed);
+    chosen_tracks_version.store(static_cast<bool>(fallback_upstream), std::memory_order_relaxed);
+    chosen_version.store(fallback_version, std::memory_order_relaxed);
+    chosen_generation.store(fallback_generation, std::memory_order_relaxed);
+    sequence.store(n + 2, std::memory_order_release);
+  }
+
+  // The published choice, if it is still the choice for `version` and
+  // `generation`; null means: ask under the lock.
+  Ref<Resource> try_chosen(uint64_t version, uint64_t generation) const noexcept {
+    const uint64_t before = sequence.load(std::memory_order_acquire);
+    if (before & 1) return nullptr;
+    Resource* r = chosen.load(std::memory_order_relaxed);
+    const bool is_set = chosen_is_set.load(std::memory_order_relaxed);
+    const bool tracks = chosen_tracks_version.load(std::memory_order_relaxed);
+    const uint64_t v = chosen_version.load(std::memory_order_relaxed);
+    const uint64_t g = chosen_generation.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (!r || sequence.load(std::memory_order_relaxed) != before) return nullptr;
+    if (!is_set && (g != generation || (tracks && v != version))) return nullptr;
+    if (!r->try_retain()) return nullptr;
+    if (sequence.load(std::memory_order_acquire) != before) {
+      // Changed meanwhile: the slot may be another object's by now, so the
+      // reference goes back through the count every object has.
+      static_cast<const Object*>(r)->release();
+      return nullptr;
+    }
+    return Ref<Resource>::adopt(r);
+  }
 };
 
 // `stream` is held so that a stream libcumem created outlives the
@@ -51,10 +104,11 @@ struct Record {
   bool captured = false;  // allocated on a capturing stream (graph memory)
 };
 
-// Records by address, in shards of their own lock, each a flat map (no
-// allocation per insert or erase).
-struct Shard {
-  std::mutex mutex;
+// Records by address, in shards of their own lock and cache line, each a
+// flat map (no allocation per insert or erase). With 256 shards two
+// threads rarely meet on one; the lock is held for a few instructions.
+struct alignas(64) Shard {
+  SpinLock lock;
   PointerMap<Record> records;
 };
 
@@ -72,7 +126,7 @@ State& state() {
 Shard& shard_of(void* ptr) {
   // Allocations are at least 256-byte aligned; mix the bits above that.
   const uintptr_t p = reinterpret_cast<uintptr_t>(ptr) >> 8;
-  return state().shards[(p ^ (p >> 7) ^ (p >> 17)) % kShards];
+  return state().shards[(p ^ (p >> 8) ^ (p >> 17)) % kShards];
 }
 
 void check_device(int device) {
@@ -217,16 +271,19 @@ Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upst
 }
 
 
-// Whether the free's stream captures, so that the free must wait. A
-// framework's own stream remembered from the allocation (`remembered`) may
-// be gone: a driver error on the question then says it does not capture.
-bool captures_or_is_gone(const Stream* s, bool remembered) {
-  if (!remembered || !s || !s->foreign()) return capture_status(s) != CaptureStatus::none;
+// The capture state of the free's stream, asked once: whether the free
+// must wait, and, for the resource, which capture's pool a block goes back
+// to (`has_id`: as capture_question says). A framework's own stream
+// remembered from the allocation (`remembered`) may be gone: a driver
+// error on the question then says it does not capture.
+CaptureInfo free_capture(const Stream* s, bool remembered, bool& has_id) {
+  if (!remembered || !s || !s->foreign()) return capture_question(s, has_id);
   try {
-    return capture_status(s) != CaptureStatus::none;
+    return capture_question(s, has_id);
   } catch (const Error& e) {
     if (e.status() != Status::driver) throw;
-    return false;
+    has_id = true;
+    return {};
   }
 }
 
@@ -247,6 +304,7 @@ void set_resource(int device, Ref<Resource> resource) {
     std::lock_guard<std::mutex> lock(slot.mutex);
     old = std::move(slot.resource);
     slot.resource = std::move(resource);
+    slot.publish();
   }
   // `old` is released here, outside the lock; its allocations keep it alive.
 }
@@ -258,6 +316,7 @@ Ref<Resource> get_resource(int device) {
   // next call look again, never keeps a stale choice.
   const uint64_t version = device_memory_resource_version(device);
   const uint64_t generation = configuration().generation.load(std::memory_order_acquire);
+  if (Ref<Resource> chosen = slot.try_chosen(version, generation)) return chosen;
   Ref<Resource> kept, kept_upstream;
   uint64_t kept_generation = 0;
   {
@@ -292,6 +351,7 @@ Ref<Resource> get_resource(int device) {
   slot.fallback_upstream = std::move(upstream);
   slot.fallback_version = version;
   slot.fallback_generation = conf_generation;
+  slot.publish();
   return made;
 }
 
@@ -310,17 +370,28 @@ void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
   run_deferred_frees();  // frees a capture held back, once it ended
   Ref<Resource> r = resource ? Ref<Resource>::share(resource) : get_resource(device);
   Ref<Stream> s = native_stream(r->device(), stream);
-  // No driver call on the legacy default stream, which cannot capture.
-  const bool captured = capture_status(s.get()) != CaptureStatus::none;
-  void* ptr = r->allocate_raw(size, s.get());
+  // Asked once (no driver call on the legacy default stream, which cannot
+  // capture); the resource's own question about the stream is answered
+  // from it.
+  bool has_id = false;
+  const CaptureInfo capture = capture_question(s.get(), has_id);
+  void* ptr = nullptr;
+  {
+    const KnownCapture known(s.get(), capture, has_id);
+    ptr = r->allocate_raw(size, s.get());
+  }
   try {
     Shard& shard = shard_of(ptr);
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    const bool inserted = shard.records.emplace(ptr, Record{r, size, s, captured}).second;
+    std::lock_guard<SpinLock> lock(shard.lock);
+    // An empty record first, so that a failure leaves `r` and `s` here
+    // for the free below; the move into it cannot fail.
+    const auto [it, inserted] = shard.records.emplace(ptr, Record{});
     if (!inserted)
       fail(Status::internal, "the resource handed out " + pointer_text(ptr) +
                                  ", which is still allocated by the framework entry points");
+    it->second = Record{std::move(r), size, std::move(s), capture.capturing()};
   } catch (...) {
+    const KnownCapture known(s.get(), capture, has_id);
     r->deallocate_raw(ptr, size, s.get());
     throw;
   }
@@ -333,7 +404,7 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
   Shard& shard = shard_of(ptr);
   Record record;
   {
-    std::lock_guard<std::mutex> lock(shard.mutex);
+    std::lock_guard<SpinLock> lock(shard.lock);
     auto it = shard.records.find(ptr);
     if (it == shard.records.end())
       fail(Status::invalid_argument,
@@ -348,16 +419,25 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
     shard.records.erase(it);
   }
   try {
-    const Ref<Stream> s = stream_given ? native_stream(record.resource->device(), stream)
-                                       : record.stream;
+    // The free's stream: the allocation's (PyTorch frees on the stream it
+    // allocated on, CuPy names none), else the one named, found once.
+    const Stream* s = record.stream.get();
+    Ref<Stream> named;
+    if (stream_given && native_or_legacy(s) != (stream ? stream : CU_STREAM_LEGACY)) {
+      named = native_stream(record.resource->device(), stream);
+      s = named.get();
+    }
+    bool has_id = false;
+    const CaptureInfo capture = free_capture(s, !stream_given, has_id);
     // Memory from outside any capture, freed on a capturing stream: a graph
     // cannot free it, so the free waits until the capture ends.
-    if (!record.captured && captures_or_is_gone(s.get(), !stream_given)) {
-      defer_free({record.resource, ptr, record.size, record.stream, s});
+    if (!record.captured && capture.capturing()) {
+      defer_free({record.resource, ptr, record.size, record.stream,
+                  named ? std::move(named) : record.stream});
       return;
     }
     const CUstream allocated_on = native_or_legacy(record.stream.get());
-    const CUstream freed_on = native_or_legacy(s.get());
+    const CUstream freed_on = native_or_legacy(s);
     if (freed_on != allocated_on) {
       const Device* device = s ? &s->device() : record.resource->device();
       // The record keeps a stream libcumem created alive, so the event can
@@ -367,15 +447,17 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
         order_after_remembered(*device, record.stream.get(), freed_on,
                                "ordering a free after the allocating stream's work");
     }
+    // The resource's own capture question is answered from `capture`.
+    const KnownCapture known(s, capture, has_id);
     if (stream_given) {
-      record.resource->deallocate_raw(ptr, record.size, s.get());
+      record.resource->deallocate_raw(ptr, record.size, s);
     } else {
       RememberedStreamScope remembered;  // CuPy's free names no stream
-      record.resource->deallocate_raw(ptr, record.size, s.get());
+      record.resource->deallocate_raw(ptr, record.size, s);
     }
   } catch (...) {
     // Not freed: keep the record so that the memory can still be freed.
-    std::lock_guard<std::mutex> lock(shard.mutex);
+    std::lock_guard<SpinLock> lock(shard.lock);
     shard.records.emplace(ptr, std::move(record));
     throw;
   }

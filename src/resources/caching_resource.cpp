@@ -57,7 +57,6 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -67,6 +66,7 @@
 #include "../log.hpp"
 #include "../snapshot/history.hpp"
 #include "../snapshot/snapshot.hpp"
+#include "../spin_lock.hpp"
 #include "../thread_shard.hpp"
 #include "../ipc/virtual_handle.hpp"
 #include "../unmap_events.hpp"
@@ -101,15 +101,13 @@ struct Counters {
 // kThreadShards); its lock is taken by its owner and, rarely, by readers and
 // release_cached.
 struct alignas(64) Shard {
-  std::atomic_flag busy = ATOMIC_FLAG_INIT;
+  SpinLock busy;
   ThreadCache cache;
   StreamRefs streams;
   Counters counts;
 
-  void lock() {
-    while (busy.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
-  }
-  void unlock() { busy.clear(std::memory_order_release); }
+  void lock() { busy.lock(); }
+  void unlock() { busy.unlock(); }
 };
 
 // What every thread shares: small blocks beyond the shards' caps, and the

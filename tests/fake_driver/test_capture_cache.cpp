@@ -12,6 +12,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -240,6 +241,100 @@ TEST_F(CaptureCache, LibcumemCapturesOnlyAsksNothingAndSeesOnlyItsOwnCaptures) {
   CUMEM_ASSERT_OK(cumem_caching_resource_release_capture_pool(quick, id));
   cumem_resource_release(quick);
   EXPECT_TRUE(no_invalidation());
+}
+
+// The framework entry points over the cache ask the driver once per call:
+// their own question (may the free run now?) answers the cache's (which
+// capture's pool?), so a pair costs two questions, not four; under a
+// capture the answer still routes the blocks to the capture's pool, and
+// the legacy default stream asks nothing.
+TEST_F(CaptureCache, FrameworkCallsAskTheDriverOnceAndTheCacheUsesTheAnswer) {
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, cache));
+  auto questions = [&] {
+    return fake.calls("cuStreamGetCaptureInfo") + fake.calls("cuStreamIsCapturing");
+  };
+  fake.reset_calls();
+  void* p = cumem_torch_alloc(4096, 0, native);
+  ASSERT_NE(p, nullptr) << cumem_last_error_message();
+  EXPECT_EQ(questions(), 1);
+  cumem_torch_free(p, 4096, 0, native);
+  EXPECT_EQ(questions(), 2);
+  void* q = cumem_torch_alloc(4096, 0, native);
+  EXPECT_EQ(q, p) << "the cached block, on its stream";
+  cumem_torch_free(q, 4096, 0, native);
+  EXPECT_EQ(questions(), 4);
+  void* legacy = cumem_torch_alloc(4096, 0, nullptr);
+  ASSERT_NE(legacy, nullptr) << cumem_last_error_message();
+  cumem_torch_free(legacy, 4096, 0, nullptr);
+  EXPECT_EQ(questions(), 4) << "the legacy default stream cannot capture";
+
+  // Under a capture: the capture's pool, freed back into it, one question each.
+  CUMEM_ASSERT_OK(cumem_stream_begin_capture(stream, CUMEM_CAPTURE_MODE_GLOBAL));
+  const uint64_t id = info_of(stream).id;
+  // (The pool's first block comes from the upstream, on the cache's own
+  // stream, which is asked about once: not counted here.)
+  void* inside = cumem_torch_alloc(4096, 0, native);
+  ASSERT_NE(inside, nullptr) << cumem_last_error_message();
+  EXPECT_NE(inside, p) << "not the block eager work used";
+  fake.reset_calls();
+  cumem_torch_free(inside, 4096, 0, native);
+  EXPECT_EQ(questions(), 1);
+  void* again = cumem_torch_alloc(4096, 0, native);
+  EXPECT_EQ(again, inside) << "the block freed in the capture, reused in it";
+  EXPECT_EQ(questions(), 2);
+  cumem_torch_free(again, 4096, 0, native);
+  EXPECT_EQ(questions(), 3);
+  void* graph = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_end_capture(stream, &graph));
+  fake.graph_destroy(static_cast<CUgraph>(graph));
+  EXPECT_TRUE(no_invalidation());
+  EXPECT_EQ(caching_of(cache).capture_pools, 1u);
+  CUMEM_ASSERT_OK(cumem_caching_resource_release_capture_pool(cache, id));
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
+}
+
+// The framework's resource choice is read without a lock by every
+// allocation: while threads allocate and free through the entry points,
+// another sets a new resource again and again and releases its handle, so
+// that each replaced resource is destroyed once its last allocation is
+// freed. Every allocation succeeds, goes back to the resource it came
+// from, and no resource outlives its allocations (ASan and TSan run this).
+TEST_F(CaptureCache, ResourcesSetWhileThreadsAllocateServeAndFreeTheirOwnBlocks) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      const size_t size = 256u << t;
+      while (!stop.load(std::memory_order_relaxed)) {
+        void* p = cumem_torch_alloc(size, 0, t % 2 ? native : nullptr);
+        if (!p) {
+          ++failures;
+          continue;
+        }
+        cumem_torch_free(p, size, 0, t % 2 ? native : nullptr);
+      }
+    });
+  cumem_resource_t* last = nullptr;
+  for (int i = 0; i < 300; ++i) {
+    cumem_resource_t* r = nullptr;
+    CUMEM_ASSERT_OK(cumem_caching_resource_create(pool, &r));
+    CUMEM_ASSERT_OK(cumem_framework_set_resource(0, r));
+    if (i == 299) {
+      last = r;  // kept, to read its statistics below
+    } else {
+      cumem_resource_release(r);  // the framework's reference keeps it
+    }
+    std::this_thread::yield();
+  }
+  stop = true;
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0) << cumem_last_error_message();
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
+  EXPECT_EQ(statistics_of(last).live_allocations, 0u);
+  cumem_resource_release(last);
+  EXPECT_EQ(statistics_of(pool).live_allocations, 0u)
+      << "every replaced cache was destroyed and gave its blocks back";
 }
 
 }  // namespace

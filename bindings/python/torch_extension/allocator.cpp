@@ -224,7 +224,7 @@ void* Allocator::allocate_on(int device, size_t requested, cudaStream_t stream) 
   if (fraction < 1.0) {
     int64_t in_use = 0;
     {
-      std::lock_guard<std::mutex> lock(d.stats_mutex);
+      std::lock_guard<cumem::core::SpinLock> lock(d.stats_lock);
       in_use = d.stats.allocated_bytes[kAggregate].current;
     }
     const double limit = fraction * static_cast<double>(d.total_memory);
@@ -246,7 +246,7 @@ void* Allocator::allocate_on(int device, size_t requested, cudaStream_t stream) 
     if (s == CUMEM_ERROR_OUT_OF_MEMORY) {
       // Frees held back for other streams' work, then once more.
       {
-        std::lock_guard<std::mutex> lock(d.stats_mutex);
+        std::lock_guard<cumem::core::SpinLock> lock(d.stats_lock);
         ++d.stats.num_alloc_retries;
       }
       process_pending(true);
@@ -290,7 +290,7 @@ void* Allocator::allocate_on(int device, size_t requested, cudaStream_t stream) 
   auto context = record.context;
   {
     Shard& shard = shard_of(ptr);
-    std::lock_guard<std::mutex> lock(shard.mutex);
+    std::lock_guard<cumem::core::SpinLock> lock(shard.lock);
     if (!shard.records.emplace(ptr, std::move(record)).second) {
       CUMEM_TORCH_CHECK(false, "libcumem: the resource handed out ", pointer_text(ptr),
                   ", which is still allocated");
@@ -308,7 +308,7 @@ void Allocator::raw_delete(void* ptr) {
   Record record;
   {
     Shard& shard = shard_of(ptr);
-    std::lock_guard<std::mutex> lock(shard.mutex);
+    std::lock_guard<cumem::core::SpinLock> lock(shard.lock);
     auto it = shard.records.find(ptr);
     CUMEM_TORCH_CHECK(it != shard.records.end(), "libcumem: invalid device pointer ", pointer_text(ptr),
                 ": not allocated by libcumem's PyTorch allocator, or freed already");
@@ -400,7 +400,7 @@ void Allocator::recordStream(const c10::DataPtr& data_ptr, c10::cuda::CUDAStream
   void* ptr = data_ptr.get();
   if (!ptr) return;
   Shard& shard = shard_of(ptr);
-  std::lock_guard<std::mutex> lock(shard.mutex);
+  std::lock_guard<cumem::core::SpinLock> lock(shard.lock);
   auto it = shard.records.find(ptr);
   CUMEM_TORCH_CHECK(it != shard.records.end(), "libcumem: recordStream of ", pointer_text(ptr),
               ", which libcumem's PyTorch allocator did not allocate (or freed)");
@@ -413,7 +413,7 @@ void Allocator::recordStream(const c10::DataPtr& data_ptr, c10::cuda::CUDAStream
 
 void* Allocator::getBaseAllocation(void* ptr, size_t* size) {
   Shard& shard = shard_of(ptr);
-  std::lock_guard<std::mutex> lock(shard.mutex);
+  std::lock_guard<cumem::core::SpinLock> lock(shard.lock);
   auto it = shard.records.find(ptr);
   CUMEM_TORCH_CHECK(it != shard.records.end(), "libcumem: getBaseAllocation of ", pointer_text(ptr),
               ": not the start of an allocation of libcumem's PyTorch allocator");
@@ -424,7 +424,7 @@ void* Allocator::getBaseAllocation(void* ptr, size_t* size) {
 void Allocator::count_alloc(int device, size_t size, size_t requested) {
   DeviceState& d = devices_[device];
   const size_t kind = stat_index(size);
-  std::lock_guard<std::mutex> lock(d.stats_mutex);
+  std::lock_guard<cumem::core::SpinLock> lock(d.stats_lock);
   for (size_t i : {kAggregate, kind}) {
     d.stats.allocation[i].increase(1);
     d.stats.active[i].increase(1);
@@ -437,7 +437,7 @@ void Allocator::count_alloc(int device, size_t size, size_t requested) {
 void Allocator::count_free(int device, size_t size, size_t requested) {
   DeviceState& d = devices_[device];
   const size_t kind = stat_index(size);
-  std::lock_guard<std::mutex> lock(d.stats_mutex);
+  std::lock_guard<cumem::core::SpinLock> lock(d.stats_lock);
   for (size_t i : {kAggregate, kind}) {
     d.stats.allocation[i].decrease(1);
     d.stats.active[i].decrease(1);
@@ -497,7 +497,7 @@ DeviceStats Allocator::getDeviceStats(c10::DeviceIndex device) {
   int64_t segments = 0;
   int64_t peak = 0;
   const int64_t reserved = reserved_bytes(device, &segments, &peak);
-  std::lock_guard<std::mutex> lock(d.stats_mutex);
+  std::lock_guard<cumem::core::SpinLock> lock(d.stats_lock);
   // The peak since resetPeakStats: libcumem's highs are not reset by it
   // for every resource kind, so the base taken then caps what they say.
   DeviceStats& s = d.stats;
@@ -513,7 +513,7 @@ DeviceStats Allocator::getDeviceStats(c10::DeviceIndex device) {
 
 void Allocator::resetAccumulatedStats(c10::DeviceIndex device) {
   DeviceState& d = device_state(device);
-  std::lock_guard<std::mutex> lock(d.stats_mutex);
+  std::lock_guard<cumem::core::SpinLock> lock(d.stats_lock);
   DeviceStats& s = d.stats;
   for (auto* array : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
                       &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes,
@@ -536,7 +536,7 @@ void Allocator::resetPeakStats(c10::DeviceIndex device) {
   int64_t segments = 0;
   int64_t peak = 0;
   const int64_t reserved = reserved_bytes(device, &segments, &peak);
-  std::lock_guard<std::mutex> lock(d.stats_mutex);
+  std::lock_guard<cumem::core::SpinLock> lock(d.stats_lock);
   DeviceStats& s = d.stats;
   for (auto* array : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
                       &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes,
@@ -617,7 +617,7 @@ void Allocator::out_of_memory(int device, size_t size, const std::string& why) {
   DeviceState& d = devices_[device];
   int64_t allocated = 0;
   {
-    std::lock_guard<std::mutex> lock(d.stats_mutex);
+    std::lock_guard<cumem::core::SpinLock> lock(d.stats_lock);
     ++d.stats.num_ooms;
     allocated = d.stats.allocated_bytes[kAggregate].current;
   }

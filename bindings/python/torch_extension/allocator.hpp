@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "pointer_map.hpp"  // src/: the flat map of records
+#include "spin_lock.hpp"    // src/
 
 namespace cumem_torch {
 
@@ -39,7 +40,7 @@ using c10::CachingDeviceAllocator::DeviceStats;
 using c10::CachingDeviceAllocator::TraceEntry;
 
 constexpr int kMaxDevices = 64;
-constexpr size_t kShards = 64;
+constexpr size_t kShards = 256;
 // PyTorch rounds every request up to 512 bytes; its small pool holds
 // blocks up to 1 MiB (the statistics' small_pool / large_pool split).
 constexpr size_t kRound = 512;
@@ -174,12 +175,14 @@ class Allocator final : public cca::CUDAAllocator {
   static void free_ptr(void* ptr);
 
  private:
-  struct Shard {
-    std::mutex mutex;
+  // Records by address; 256 shards, each on its own cache line, so that
+  // threads rarely meet on one, and a lock held for a few instructions.
+  struct alignas(64) Shard {
+    cumem::core::SpinLock lock;
     cumem::PointerMap<Record> records;
   };
   struct DeviceState {
-    std::mutex stats_mutex;
+    cumem::core::SpinLock stats_lock;  // a few additions per allocation
     DeviceStats stats;
     int64_t reserved_peak_base = 0;  // reserved bytes when the peak was last reset
     std::atomic<double> fraction{1.0};

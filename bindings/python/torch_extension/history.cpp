@@ -168,7 +168,7 @@ cca::SnapshotInfo Allocator::snapshot(MempoolId_t mempool_id, bool include_trace
     bi.requested_size = pb.size;
     {
       Shard& shard = shard_of(pb.ptr);
-      std::lock_guard<std::mutex> lock(shard.mutex);
+      std::lock_guard<cumem::core::SpinLock> lock(shard.lock);
       auto r = shard.records.find(pb.ptr);
       if (r != shard.records.end() && r->second.pool) {
         bi.allocated = bi.active = true;
@@ -187,7 +187,7 @@ cca::SnapshotInfo Allocator::snapshot(MempoolId_t mempool_id, bool include_trace
     cumem_caching_statistics_t cs = CUMEM_CACHING_STATISTICS_INIT;
     if (cumem_caching_resource_get_statistics(source.resource, &cs) != CUMEM_SUCCESS) {
       for (Shard& shard : shards_) {
-        std::lock_guard<std::mutex> lock(shard.mutex);
+        std::lock_guard<cumem::core::SpinLock> lock(shard.lock);
         for (const auto& [ptr, r] : shard.records) {
           if (r.resource != source.resource || r.pool || r.device != device) continue;
           c10::CachingDeviceAllocator::SegmentInfo out;
@@ -238,7 +238,7 @@ cca::SnapshotInfo Allocator::snapshot(MempoolId_t mempool_id, bool include_trace
         if (block.state == CUMEM_BLOCK_IN_USE) {
           void* ptr = reinterpret_cast<void*>(block.address);
           Shard& shard = shard_of(ptr);
-          std::lock_guard<std::mutex> lock(shard.mutex);
+          std::lock_guard<cumem::core::SpinLock> lock(shard.lock);
           auto r = shard.records.find(ptr);
           if (r != shard.records.end()) {
             bi.allocated = true;

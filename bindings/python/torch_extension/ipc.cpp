@@ -124,7 +124,7 @@ std::shared_ptr<cumem_allocation_handle_t> Allocator::pool_handle_of(cumem_resou
 
 cca::ShareableHandle Allocator::shareIpcHandle(void* ptr) {
   Shard& shard = shard_of(ptr);
-  std::unique_lock<std::mutex> lock(shard.mutex);
+  std::unique_lock<cumem::core::SpinLock> lock(shard.lock);
   auto it = shard.records.find(ptr);
   CUMEM_TORCH_CHECK(it != shard.records.end(), "libcumem: cannot share ", pointer_text(ptr),
                     " with another process: not the start of an allocation of libcumem's "

@@ -289,7 +289,7 @@ std::shared_ptr<cca::AllocatorState> Allocator::getCheckpointState(c10::DeviceIn
   }
   for (void* ptr : live) {
     Shard& shard = shard_of(ptr);
-    std::lock_guard<std::mutex> lock(shard.mutex);
+    std::lock_guard<cumem::core::SpinLock> lock(shard.lock);
     auto r = shard.records.find(ptr);
     if (r == shard.records.end()) continue;
     state->live.push_back({ptr, r->second.size, r->second.requested, r->second.stream,
@@ -327,7 +327,7 @@ cca::CheckpointDelta Allocator::setCheckpointPoolState(c10::DeviceIndex device,
     Record record;
     {
       Shard& shard = shard_of(ptr);
-      std::lock_guard<std::mutex> lock(shard.mutex);
+      std::lock_guard<cumem::core::SpinLock> lock(shard.lock);
       auto r = shard.records.find(ptr);
       if (r == shard.records.end()) continue;
       record = std::move(r->second);
@@ -361,7 +361,7 @@ cca::CheckpointDelta Allocator::setCheckpointPoolState(c10::DeviceIndex device,
     record.context = b.context;
     {
       Shard& shard = shard_of(b.ptr);
-      std::lock_guard<std::mutex> lock(shard.mutex);
+      std::lock_guard<cumem::core::SpinLock> lock(shard.lock);
       shard.records.emplace(b.ptr, std::move(record));
     }
     count_alloc(device, b.size, b.requested);
