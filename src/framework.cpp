@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "alloc_conf.hpp"
 #include "capture.hpp"
@@ -21,6 +22,7 @@
 #include "resources/caching_resource.hpp"
 #include "snapshot/registry.hpp"
 #include "spin_lock.hpp"
+#include "thread_shard.hpp"
 #include "vmm/spec.hpp"
 
 namespace cumem::core::framework {
@@ -28,6 +30,43 @@ namespace {
 
 constexpr int kMaxDevices = 64;
 constexpr size_t kShards = 256;
+
+// Readers of the slots' published choices (below), counted per thread
+// shard, each count on its own cache line: a writer that replaces a choice
+// waits until no reader that may have seen the old one is left before it
+// lets go of its reference, so that a reader's retain always meets a live
+// resource, and readers share no cache line with each other.
+struct alignas(64) ReaderCount {
+  std::atomic<uint32_t> n{0};
+};
+ReaderCount* reader_counts() {
+  static ReaderCount* counts = new ReaderCount[kThreadShards + 1];  // never destroyed, as State
+  return counts;
+}
+
+// A reader's scope: from before it reads a choice until it holds its own
+// reference (a few instructions).
+class ReadingChoice {
+ public:
+  ReadingChoice() noexcept : count_(reader_counts()[thread_shard().index].n) {
+    count_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  ~ReadingChoice() { count_.fetch_sub(1, std::memory_order_release); }
+  ReadingChoice(const ReadingChoice&) = delete;
+  ReadingChoice& operator=(const ReadingChoice&) = delete;
+
+ private:
+  std::atomic<uint32_t>& count_;
+};
+
+// After a choice was replaced (published): returns once every reader that
+// may have read the old one holds its own reference or gave up.
+void wait_for_readers() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  ReaderCount* counts = reader_counts();
+  for (size_t i = 0; i <= kThreadShards; ++i)
+    while (counts[i].n.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+}
 
 // The resource choice of one device: the one set_resource gave, else the
 // default (the configuration's resource, src/alloc_conf.hpp), cached with
@@ -37,10 +76,9 @@ constexpr size_t kShards = 256;
 // What get_resource would return is also published for readers that take
 // no lock (every allocation asks): `chosen` and the conditions under which
 // it is still the choice, under a sequence count that is odd while the
-// lock holder changes them. A reader takes a reference to `chosen` and
-// then finds the count unchanged, so the slot still held it when the
-// reference was taken (resources live in type-stable slab slots, so the
-// attempt is safe even on one that was just released).
+// lock holder changes them (a reader that sees it change asks under the
+// lock). The slot's reference keeps `chosen` alive while readers may hold
+// its address: a reference replaced goes only after wait_for_readers().
 struct Slot {
   std::mutex mutex;
   Ref<Resource> resource;
@@ -56,7 +94,8 @@ struct Slot {
   std::atomic<uint64_t> chosen_version{0};
   std::atomic<uint64_t> chosen_generation{0};
 
-  // Under `mutex`, after every change of resource or fallback.
+  // Under `mutex`, after every change of resource or fallback (and before
+  // the references they replaced are let go, after wait_for_readers()).
   void publish() noexcept {
     const uint64_t n = sequence.load(std::memory_order_relaxed);
     sequence.store(n + 1, std::memory_order_relaxed);
@@ -67,13 +106,14 @@ struct Slot {
     chosen_tracks_version.store(static_cast<bool>(fallback_upstream), std::memory_order_relaxed);
     chosen_version.store(fallback_version, std::memory_order_relaxed);
     chosen_generation.store(fallback_generation, std::memory_order_relaxed);
-    sequence.store(n + 2, std::memory_order_release);
+    sequence.store(n + 2, std::memory_order_seq_cst);
   }
 
   // The published choice, if it is still the choice for `version` and
   // `generation`; null means: ask under the lock.
   Ref<Resource> try_chosen(uint64_t version, uint64_t generation) const noexcept {
-    const uint64_t before = sequence.load(std::memory_order_acquire);
+    const ReadingChoice reading;
+    const uint64_t before = sequence.load(std::memory_order_seq_cst);
     if (before & 1) return nullptr;
     Resource* r = chosen.load(std::memory_order_relaxed);
     const bool is_set = chosen_is_set.load(std::memory_order_relaxed);
@@ -83,14 +123,7 @@ struct Slot {
     std::atomic_thread_fence(std::memory_order_acquire);
     if (!r || sequence.load(std::memory_order_relaxed) != before) return nullptr;
     if (!is_set && (g != generation || (tracks && v != version))) return nullptr;
-    if (!r->try_retain()) return nullptr;
-    if (sequence.load(std::memory_order_acquire) != before) {
-      // Changed meanwhile: the slot may be another object's by now, so the
-      // reference goes back through the count every object has.
-      static_cast<const Object*>(r)->release();
-      return nullptr;
-    }
-    return Ref<Resource>::adopt(r);
+    return Ref<Resource>::share(r);  // alive: its replacement waits for this reader
   }
 };
 
@@ -306,7 +339,9 @@ void set_resource(int device, Ref<Resource> resource) {
     slot.resource = std::move(resource);
     slot.publish();
   }
-  // `old` is released here, outside the lock; its allocations keep it alive.
+  // `old` is released here, outside the lock, once no allocation that may
+  // have read it is still taking its reference; its allocations keep it alive.
+  wait_for_readers();
 }
 
 Ref<Resource> get_resource(int device) {
@@ -341,17 +376,22 @@ Ref<Resource> get_resource(int device) {
                            ? kept
                            : make_default(*conf, device, upstream);
   snapshot::publish(*made);  // listed in snapshots of the process
-  std::lock_guard<std::mutex> lock(slot.mutex);
-  if (slot.resource) return slot.resource;  // set meanwhile
-  // Another thread made one for the same choice first: theirs stays.
-  if (slot.fallback && slot.fallback_generation == conf_generation &&
-      (!slot.fallback_upstream || slot.fallback_version == version))
-    return slot.fallback;
-  slot.fallback = made;
-  slot.fallback_upstream = std::move(upstream);
-  slot.fallback_version = version;
-  slot.fallback_generation = conf_generation;
-  slot.publish();
+  Ref<Resource> replaced;
+  {
+    std::lock_guard<std::mutex> lock(slot.mutex);
+    if (slot.resource) return slot.resource;  // set meanwhile
+    // Another thread made one for the same choice first: theirs stays.
+    if (slot.fallback && slot.fallback_generation == conf_generation &&
+        (!slot.fallback_upstream || slot.fallback_version == version))
+      return slot.fallback;
+    replaced = std::move(slot.fallback);
+    slot.fallback = made;
+    slot.fallback_upstream = std::move(upstream);
+    slot.fallback_version = version;
+    slot.fallback_generation = conf_generation;
+    slot.publish();
+  }
+  wait_for_readers();  // before `replaced` (and `kept`) let go of the old default
   return made;
 }
 
