@@ -7,13 +7,19 @@
 // most --max-drift (a fraction) more than the first did. Reads the
 // uncompressed trace on standard input (replay_trace.py feeds it).
 // Options: --page-size BYTES, --verbose (each new peak of a later run),
+// --breakdown-at LINE (after that trace line, what each address range
+// holds in use and cached, from a snapshot; the run lines name the lines of
+// the peaks),
 // --lag N (the GPU's work lags N requests behind the host: each request
 // queues work on the stream, and what is more than N requests old is done;
 // 0, the default: all work is done at once), --max-waits N (at most N
 // device waits in all runs: recycles of fragments whose work was not known
 // done; with no lag there should be none).
-// Prints one line per run; exits 1 when a promise is broken, 2 on a bad
-// trace or a failed call.
+// Prints one line per run: held / in use at the peaks, and in brackets the
+// run's additions (held and in use above what they were at the run's
+// start, as bench/python/memory_harness.py measures on the GPU); exits 1
+// when a promise is broken, 2 on a bad trace or a failed call.
+// pytorch_policy_model.py replays the same traces with PyTorch's rules.
 //
 // Trace lines: "a SIZE [THREAD]" allocates (the k-th "a" is block k),
 // "f K [THREAD]" frees block k, "trim" gives every cached block back (the
@@ -119,8 +125,13 @@ uint64_t thread_of(const char* rest) {
 // `pages_mapped`: pages the run's allocations mapped.
 struct Run {
   uint64_t peak_held = 0, peak_in_use = 0, end_held = 0;
+  // At the run's start (the trim, or the end of the run before): the
+  // benchmark's ratio on the GPU counts only what the run added to these
+  // (bench/python/memory_harness.py: taken and peak in use since the start).
+  uint64_t start_held = 0, start_in_use = 0;
   uint64_t end_pages = 0, end_small = 0;  // end_held: mapped pages + the upstream's small blocks
   uint64_t recycles = 0, waits = 0, pages_mapped = 0;
+  size_t peak_line = 0, peak_in_use_line = 0;  // the trace lines that took them to their peaks
 };
 
 cumem_caching_statistics_t statistics(const cumem_resource_t* cache) {
@@ -129,16 +140,67 @@ cumem_caching_statistics_t statistics(const cumem_resource_t* cache) {
   return s;
 }
 
+// What the cache holds, from a snapshot (--breakdown-at LINE): per address
+// range, the bytes in use and cached, and the cached bytes by size.
+void breakdown(const cumem_resource_t* cache, size_t line) {
+  cumem_snapshot_t* snap = nullptr;
+  check(cumem_snapshot_take(cache, &snap), "cumem_snapshot_take");
+  cumem_snapshot_totals_t t = CUMEM_SNAPSHOT_TOTALS_INIT;
+  check(cumem_snapshot_get_totals(snap, &t), "the snapshot's totals");
+  std::printf("line %zu: reserved %.1f MiB, in use %.1f MiB, cached %.1f MiB\n", line,
+              double(t.bytes_reserved) / (1 << 20), double(t.bytes_in_use) / (1 << 20),
+              double(t.bytes_cached) / (1 << 20));
+  const uint64_t MiB = 1 << 20;
+  uint64_t small_use = 0, small_cached = 0;
+  for (uint64_t i = 0; i < t.segment_count; ++i) {
+    cumem_snapshot_segment_t seg = CUMEM_SNAPSHOT_SEGMENT_INIT;
+    check(cumem_snapshot_get_segment(snap, i, &seg), "a segment");
+    if (seg.kind != CUMEM_SEGMENT_EXPANDABLE && seg.kind != CUMEM_SEGMENT_SMALL) continue;
+    uint64_t use = 0, cached = 0, n_cached = 0, by[5] = {}, nby[5] = {};
+    for (uint64_t k = seg.first_block; k < seg.first_block + seg.block_count; ++k) {
+      cumem_snapshot_block_t b = CUMEM_SNAPSHOT_BLOCK_INIT;
+      check(cumem_snapshot_get_block(snap, k, &b), "a block");
+      if (b.state == CUMEM_BLOCK_IN_USE) use += b.size;
+      if (b.state == CUMEM_BLOCK_CACHED) {
+        cached += b.size;
+        ++n_cached;
+        const int c = b.size <= 128 << 10 ? 0 : b.size <= MiB ? 1 : b.size < 2 * MiB ? 2 : b.size < 16 * MiB ? 3 : 4;
+        by[c] += b.size;
+        ++nby[c];
+      }
+    }
+    if (seg.kind == CUMEM_SEGMENT_SMALL) {
+      small_use += use;
+      small_cached += cached;
+      continue;
+    }
+    std::printf("  range %llx: in use %.1f MiB, cached %.1f MiB in %llu (<=128K %.1f/%llu, <=1M "
+                "%.1f/%llu, <2M %.1f/%llu, <16M %.1f/%llu, >=16M %.1f/%llu)\n",
+                static_cast<unsigned long long>(seg.address), double(use) / MiB, double(cached) / MiB,
+                static_cast<unsigned long long>(n_cached), double(by[0]) / MiB,
+                static_cast<unsigned long long>(nby[0]), double(by[1]) / MiB,
+                static_cast<unsigned long long>(nby[1]), double(by[2]) / MiB,
+                static_cast<unsigned long long>(nby[2]), double(by[3]) / MiB,
+                static_cast<unsigned long long>(nby[3]), double(by[4]) / MiB,
+                static_cast<unsigned long long>(nby[4]));
+  }
+  std::printf("  small blocks (the upstream's): in use %.1f MiB, cached %.1f MiB\n",
+              double(small_use) / MiB, double(small_cached) / MiB);
+  cumem_snapshot_release(snap);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   double max_ratio = 1.05, max_drift = 0;
   bool verbose = false;
   uint64_t page_size = 0, lag = 0, max_waits = UINT64_MAX;
+  size_t breakdown_at = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--max-ratio") == 0 && i + 1 < argc) max_ratio = std::atof(argv[++i]);
     else if (std::strcmp(argv[i], "--max-drift") == 0 && i + 1 < argc) max_drift = std::atof(argv[++i]);
     else if (std::strcmp(argv[i], "--verbose") == 0) verbose = true;
+    else if (std::strcmp(argv[i], "--breakdown-at") == 0 && i + 1 < argc) breakdown_at = std::strtoull(argv[++i], nullptr, 0);
     else if (std::strcmp(argv[i], "--max-waits") == 0 && i + 1 < argc) max_waits = std::strtoull(argv[++i], nullptr, 0);
     else if (std::strcmp(argv[i], "--lag") == 0 && i + 1 < argc) lag = std::strtoull(argv[++i], nullptr, 0);
     else if (std::strcmp(argv[i], "--page-size") == 0 && i + 1 < argc) page_size = std::strtoull(argv[++i], nullptr, 0);
@@ -173,6 +235,7 @@ int main(int argc, char** argv) {
       fake.finish_stream_behind(CU_STREAM_LEGACY, lag);
     }
     Run& run = runs.back();
+    if (number == breakdown_at + 1 && breakdown_at != 0) breakdown(cache, breakdown_at);
     if (line[0] == 'a') {
       Block b;
       char* rest = nullptr;
@@ -187,7 +250,10 @@ int main(int argc, char** argv) {
       run.pages_mapped += after.pages_mapped - before.pages_mapped;
       blocks.push_back(b);
       in_use += b.size;
-      if (in_use > run.peak_in_use) run.peak_in_use = in_use;
+      if (in_use > run.peak_in_use) {
+        run.peak_in_use = in_use;
+        run.peak_in_use_line = number;
+      }
       const uint64_t h = held();
       if (h > run.peak_held) {
         if (verbose && runs.size() > 1) {
@@ -197,6 +263,7 @@ int main(int argc, char** argv) {
                       double(in_use) / GiB, double(cs.bytes_cached) / GiB);
         }
         run.peak_held = h;
+        run.peak_line = number;
       }
     } else if (line[0] == 'f') {
       char* rest = nullptr;
@@ -210,15 +277,15 @@ int main(int argc, char** argv) {
     } else if (line == "trim") {
       check(cumem_caching_resource_trim(cache, 0), "cumem_caching_resource_trim");
       runs.back() = Run{};
-      runs.back().peak_in_use = in_use;
-      runs.back().peak_held = held();
+      runs.back().peak_in_use = runs.back().start_in_use = in_use;
+      runs.back().peak_held = runs.back().start_held = held();
     } else if (line == "run") {
       run.end_held = held();
       run.end_pages = fake.counts().live_bytes;
       run.end_small = static_cast<uint64_t>(upstream_bytes.load());
       runs.emplace_back();
-      runs.back().peak_in_use = in_use;
-      runs.back().peak_held = held();
+      runs.back().peak_in_use = runs.back().start_in_use = in_use;
+      runs.back().peak_held = runs.back().start_held = held();
     } else {
       die("line " + std::to_string(number) + ": cannot read \"" + line + "\"");
     }
@@ -229,13 +296,18 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& r = runs[i];
     const double ratio = static_cast<double>(r.peak_held) / static_cast<double>(r.peak_in_use);
-    std::printf("run %zu: peak held %.3f GiB, peak in use %.3f GiB, held / in use %.4f, end %.3f "
-                "GiB (pages %.3f, small blocks %.3f); %llu pages mapped, %llu recycles (%llu waits)\n",
-                i + 1, double(r.peak_held) / GiB, double(r.peak_in_use) / GiB, ratio,
+    // The ratio the GPU benchmark reads: what the run added to both.
+    const double added = r.peak_in_use > r.start_in_use
+                             ? double(r.peak_held - r.start_held) / double(r.peak_in_use - r.start_in_use)
+                             : 0;
+    std::printf("run %zu: peak held %.3f GiB, peak in use %.3f GiB, held / in use %.4f (the run's "
+                "additions %.4f), end %.3f GiB (pages %.3f, small blocks %.3f); %llu pages mapped, "
+                "%llu recycles (%llu waits); peaks at lines %zu (held), %zu (in use)\n",
+                i + 1, double(r.peak_held) / GiB, double(r.peak_in_use) / GiB, ratio, added,
                 double(r.end_held) / GiB, double(r.end_pages) / GiB, double(r.end_small) / GiB,
                 static_cast<unsigned long long>(r.pages_mapped),
                 static_cast<unsigned long long>(r.recycles),
-                static_cast<unsigned long long>(r.waits));
+                static_cast<unsigned long long>(r.waits), r.peak_line, r.peak_in_use_line);
     if (ratio > max_ratio) {
       std::printf("  BROKEN: holds more than %.3f times the bytes in use\n", max_ratio);
       broken = 1;
