@@ -9,7 +9,9 @@
 //   needs.
 // - Its last kThreadLarge freed large blocks (up to kShardCap bytes), handed
 //   out again only for the same rounded size and stream; the oldest make
-//   room for a new one and go to the central pieces (segments.hpp).
+//   room for a new one and go to the central pieces (segments.hpp). In an
+//   expandable cache the adaptor also drains them to the central pieces
+//   when the thread asks for a large block they cannot serve.
 // Bookkeeping only: the adaptor holds the shard's lock and stream
 // references (stream_order.hpp) around these calls.
 #pragma once

@@ -211,6 +211,32 @@ TEST_F(ExpandableCache, FragmentsArePagesRecycledBeforeNewOnesAreMapped) {
   free(b, 20 * MiB);
 }
 
+// The large blocks a thread keeps for itself go to the central pieces when
+// it asks for a large block they cannot serve: there they merge, and the
+// best fit sees them, so the request does not cut up a larger free piece
+// (the trainings' traces held up to 1 % more when it did).
+TEST_F(ExpandableCache, AThreadsKeptLargeBlocksMergeBeforeItsLargeMisses) {
+  void* a = allocate(1 * MiB);
+  void* b = allocate(1 * MiB);
+  void* guard = allocate(1 * MiB);
+  // Too large for a thread to keep: the free piece goes to the central
+  // pieces, with the first page's free rest after it.
+  void* f = allocate(80 * MiB);
+  free(f, 80 * MiB);
+  free(a, 1 * MiB);  // kept by this thread
+  free(b, 1 * MiB);
+  EXPECT_EQ(caching_of(cache).bytes_cached, 97 * MiB + 2 * MiB);
+  void* c = allocate(2 * MiB);
+  EXPECT_EQ(c, a) << "a and b, merged, fit it best: the 97 MiB piece stays whole";
+  EXPECT_EQ(caching_of(cache).pages_mapped, 5u) << "nothing mapped for it";
+  void* d = allocate(97 * MiB);
+  EXPECT_EQ(d, static_cast<char*>(guard) + 1 * MiB) << "the whole piece after the guard";
+  EXPECT_EQ(caching_of(cache).pages_mapped, 5u);
+  free(d, 97 * MiB);
+  free(c, 2 * MiB);
+  free(guard, 1 * MiB);
+}
+
 // Fragments whose work is done go without a wait for the device: the
 // cache asks a marker recorded after their free (here the device has
 // caught up with the host, so the marker is complete at once).
