@@ -52,7 +52,8 @@ CaptureInfo capture_info(const Stream* stream);
 // of `stream` answer from it without a driver call (the framework entry
 // points ask first, to know whether the free may run now, and the caching
 // adaptor would ask the same question again a few instructions later).
-// Nested scopes stack; a scope for another stream hides none. The answer
+// A nested scope replaces the answer until it ends (a question about the
+// outer scope's stream meanwhile goes to the driver again). The answer
 // can only go stale by another thread beginning or ending a capture on the
 // same stream during the call, which is a race in the caller's own code.
 class KnownCapture {
