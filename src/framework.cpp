@@ -310,11 +310,10 @@ Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upst
 // remembered from the allocation (`remembered`) may be gone: a driver
 // error on the question then says it does not capture.
 CaptureInfo free_capture(const Stream* s, bool remembered, bool& has_id) {
-  if (!remembered || !s || !s->foreign()) return capture_question(s, has_id);
   try {
     return capture_question(s, has_id);
   } catch (const Error& e) {
-    if (e.status() != Status::driver) throw;
+    if (!remembered || !s || !s->foreign() || e.status() != Status::driver) throw;
     has_id = true;
     return {};
   }
