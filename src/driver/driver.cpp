@@ -128,6 +128,11 @@ Loaded& loaded() {
 }  // namespace
 
 const Table& get() {
+  // Every driver call asks: once loaded, one load and no call_once.
+  if (const Table* t = published.load(std::memory_order_acquire)) {
+    if (forked_after_init.load(std::memory_order_relaxed)) fail(Status::no_driver, kForkedMessage);
+    return *t;
+  }
   Loaded& l = loaded();
   if (!l.ok) fail(Status::no_driver, l.error);
   if (forked_after_init.load(std::memory_order_relaxed)) fail(Status::no_driver, kForkedMessage);
@@ -135,6 +140,8 @@ const Table& get() {
 }
 
 const Table* get_if_loaded() noexcept {
+  if (const Table* t = published.load(std::memory_order_acquire))
+    return forked_after_init.load(std::memory_order_relaxed) ? nullptr : t;
   try {
     Loaded& l = loaded();
     // In a forked child, objects inherited from the parent are released
