@@ -1,10 +1,11 @@
 """What one PyTorch allocation costs from Python: `torch.empty` of a 64 KiB
 tensor and its `del`, in a loop, under each allocator (issue "A complete
 PyTorch allocator": the extension should beat PyTorch's own cache here).
-Backends: PyTorch's caching allocator, its cudaMallocAsync backend, libcumem
-through CUDAPluggableAllocator (cumem_torch_alloc/free) and through the
-extension (_cumem_torch.so), each over the device resource and the caching
-adaptor. Each backend runs in a process of its own; the best of 5 runs of
+Backends: PyTorch's caching allocator (plain and with expandable segments),
+its cudaMallocAsync backend, libcumem through CUDAPluggableAllocator
+(cumem_torch_alloc/free) and through the extension (_cumem_torch.so), each
+over the device resource, the caching adaptor and the expandable cache (the
+framework default). Each backend runs in a process of its own; the best of 5 runs of
 200,000 pairs, in ns per pair. Beside it, the allocator's own share:
 `torch.cuda.caching_allocator_alloc` + `caching_allocator_delete` of the
 same size on the current stream (the allocator's raw_alloc_with_stream and
@@ -21,8 +22,9 @@ import subprocess
 import sys
 import time
 
-BACKENDS = ("pytorch-cache", "cudaMallocAsync", "pluggable-device", "pluggable-caching",
-            "extension-device", "extension-caching")
+BACKENDS = ("pytorch-cache", "pytorch-expandable", "cudaMallocAsync", "pluggable-device",
+            "pluggable-caching", "pluggable-expandable", "extension-device", "extension-caching",
+            "extension-expandable")
 
 
 def run_one(backend, pairs, nbytes):
@@ -72,7 +74,14 @@ def main():
         env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
         if backend == "cudaMallocAsync":
             env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
-        env["CUMEM_FRAMEWORK_RESOURCE"] = "caching" if backend.endswith("caching") else "device"
+        if backend == "pytorch-expandable":
+            env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+        # The libcumem backends name their framework resource; *-expandable
+        # is the default one (nothing configured).
+        env.pop("CUMEM_ALLOC_CONF", None)
+        env.pop("CUMEM_FRAMEWORK_RESOURCE", None)
+        if backend.startswith(("pluggable", "extension")):
+            env["CUMEM_FRAMEWORK_RESOURCE"] = backend.rsplit("-", 1)[1]
         out = subprocess.run([sys.executable, __file__, "--backend", backend, "--pairs",
                               str(a.pairs), "--bytes", str(a.bytes)],
                              env=env, capture_output=True, text=True)
