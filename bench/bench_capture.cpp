@@ -6,9 +6,11 @@
 // current), a relaxed-mode scope (two cuThreadExchangeStreamCaptureMode
 // calls, around every unsafe call), and the framework entry points' pair
 // on a stream (which asks at the allocation and at the free) against the
-// legacy default stream (which asks nothing), beside the cached raw pair
-// these costs compare with (through a libcumem stream handle, and through
-// the native handles the entry points take). Run: build/bench/bench_capture (skips without
+// legacy default stream (which asks nothing), and on a stream made with
+// cuStreamCreate (a framework's, foreign to libcumem: each free records an
+// event), beside the cached raw pair these costs compare with (through a
+// libcumem stream handle, and through the native handles the entry points
+// take). Run: build/bench/bench_capture (skips without
 // a GPU). The README's "CUDA graphs" section reads its numbers from here.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
@@ -26,6 +28,7 @@ struct Driver {
   PFN_cuStreamIsCapturing_v10000 is_capturing = nullptr;
   PFN_cuStreamGetCaptureInfo_v12030 get_capture_info = nullptr;
   PFN_cuThreadExchangeStreamCaptureMode_v10010 exchange_mode = nullptr;
+  PFN_cuStreamCreate_v2000 stream_create = nullptr;
   bool load() {
     const char* env = std::getenv("CUMEM_LIBCUDA");
     void* lib = dlopen(env && *env ? env : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -42,6 +45,7 @@ struct Driver {
     entry("cuStreamIsCapturing", 10000, is_capturing);
     entry("cuStreamGetCaptureInfo", 12030, get_capture_info);
     entry("cuThreadExchangeStreamCaptureMode", 10010, exchange_mode);
+    entry("cuStreamCreate", 2000, stream_create);
     return is_capturing && get_capture_info && exchange_mode;
   }
 };
@@ -53,6 +57,7 @@ struct Setup {
   cumem_resource_t* pool = nullptr;
   cumem_resource_t* cache = nullptr;
   CUstream native = nullptr;
+  CUstream foreign = nullptr;  // made with cuStreamCreate, as PyTorch's and CuPy's streams
   Driver driver;
 };
 
@@ -74,6 +79,10 @@ Setup& setup() {
       return r;
     }
     r.native = static_cast<CUstream>(native);
+    // The foreign stream's rows skip where it cannot be made.
+    if (r.driver.stream_create &&
+        r.driver.stream_create(&r.foreign, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+      r.foreign = nullptr;
     r.ok = true;
     return r;
   }();
@@ -194,6 +203,18 @@ void cumem_cached_pair_native_on_stream(benchmark::State& state) {
 void cumem_cached_pair_native_on_legacy_stream(benchmark::State& state) {
   cumem_cached_pair_native(state, nullptr);
 }
+// On a stream libcumem did not make (a framework's): each free records the
+// stream's free marker (an event), since the stream may be destroyed by its
+// owner before a block freed on it is reused on another.
+bool foreign_usable(benchmark::State& state) {
+  if (!usable(state)) return false;
+  if (setup().foreign) return true;
+  state.SkipWithError("cuStreamCreate failed");
+  return false;
+}
+void cumem_cached_pair_native_on_foreign_stream(benchmark::State& state) {
+  if (foreign_usable(state)) cumem_cached_pair_native(state, setup().foreign);
+}
 
 // cumem_torch_alloc/free over the caching adaptor: on a stream (a capture
 // question at each end) and on the legacy default stream (none). The
@@ -215,6 +236,9 @@ void torch_pair_on_stream(benchmark::State& state) {
   torch_pair(state, usable(state) ? static_cast<void*>(setup().native) : nullptr);
 }
 void torch_pair_on_legacy_stream(benchmark::State& state) { torch_pair(state, nullptr); }
+void torch_pair_on_foreign_stream(benchmark::State& state) {
+  if (foreign_usable(state)) torch_pair(state, setup().foreign);
+}
 
 }  // namespace
 
@@ -227,7 +251,9 @@ BENCHMARK(cumem_get_capture_info_legacy);
 BENCHMARK(cumem_cached_pair)->Arg(256)->Arg(1 << 20);
 BENCHMARK(cumem_cached_pair_native_on_stream)->Arg(256)->Arg(1 << 20);
 BENCHMARK(cumem_cached_pair_native_on_legacy_stream)->Arg(256)->Arg(1 << 20);
+BENCHMARK(cumem_cached_pair_native_on_foreign_stream)->Arg(256)->Arg(1 << 20);
 BENCHMARK(torch_pair_on_stream)->Arg(256)->Arg(1 << 20);
 BENCHMARK(torch_pair_on_legacy_stream)->Arg(256)->Arg(1 << 20);
+BENCHMARK(torch_pair_on_foreign_stream)->Arg(256)->Arg(1 << 20);
 
 BENCHMARK_MAIN();
