@@ -83,10 +83,9 @@ class ExpandableSegments : public Segments {
   // fragment's pages may be larger than the block's, and then it unmaps
   // more than grow() maps) and returns the bytes unmapped,
   // so that grow() then maps no more physical memory than the cache held.
-  // Only after a wait for the device (the fragments' work is done).
   // `done`, when given, says which fragments recycle() may unmap (those
-  // whose work is done: recycle_markers.hpp); the others stay. Without it,
-  // every fragment (after a wait for the device). `at_most`: the bytes it
+  // whose work is done: recycle_markers.hpp); the others stay (and grow()
+  // maps more). Without it, every fragment: only after a wait for the device. `at_most`: the bytes it
   // may still unmap (what an earlier call for the same block left to do).
   uint64_t fragment_bytes(uint64_t rounded, uintptr_t key) const;
   uint64_t recycle(uint64_t rounded, uintptr_t key,

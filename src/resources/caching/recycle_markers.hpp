@@ -44,7 +44,7 @@ class RecycleMarkers {
   // `covers` (the clock before it moves on), unless one is pending (true
   // then too: a later record follows its completion). False when the key's
   // stream cannot take one (foreign, per-thread, capturing, or a driver
-  // failure): its pieces wait for a device wait.
+  // failure): its pieces are not known done until a device wait.
   bool mark(uintptr_t key, const Stream* stream, uint64_t covers);
   // Pending markers (tests).
   size_t pending() const;

@@ -263,7 +263,8 @@ TEST_F(ExpandableCache, FragmentsWhoseWorkIsDoneAreRecycledWithoutAWait) {
 }
 
 // A fragment whose work may still run is never unmapped before it is done:
-// the device is waited for first.
+// when mapping in its place would take the cache more than 1 % above what
+// it held (here 60 MiB more than 80), the device is waited for first.
 TEST_F(ExpandableCache, FragmentsWithWorkQueuedAreRecycledAfterAWait) {
   fake.set_memory(100 * MiB);
   void* native = nullptr;
@@ -293,6 +294,45 @@ TEST_F(ExpandableCache, FragmentsWithWorkQueuedAreRecycledAfterAWait) {
   EXPECT_EQ(caching_of(cache).recycles, 1u);
   free(e, 30 * MiB);
   fake.finish_stream(static_cast<CUstream>(native));
+}
+
+// A fragment with work queued that is small beside what the cache holds
+// (within 1 % of its high-water mark) stays mapped: the cache maps new
+// pages for the block and does not wait for the device (a wait drains the
+// queue the host filled ahead of it); a later miss recycles the fragment
+// once its marker says done. (Before, every such recycle waited.)
+TEST_F(ExpandableCache, SmallFragmentsWithWorkQueuedStayWithoutAWait) {
+  fake.set_memory(uint64_t{4} << 30);
+  void* native = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_native(stream, &native));
+  void* big1 = allocate(1000 * MiB);
+  void* big2 = allocate(1000 * MiB);
+  void* a = allocate(20 * MiB);
+  void* b = allocate(20 * MiB);
+  fake.busy_stream(static_cast<CUstream>(native));  // a kernel that uses a, still queued
+  free(a, 20 * MiB);
+  const uint64_t unmaps = fake.counts().unmaps;
+  void* c = allocate(30 * MiB);  // a's page is too small for it: a fragment
+  ASSERT_NE(c, nullptr);
+  cumem_caching_statistics_t s = caching_of(cache);
+  EXPECT_EQ(s.recycle_waits, 0u) << "no wait for a 20 MiB fragment beside 2 GiB";
+  EXPECT_EQ(s.recycles, 0u) << "nothing was unmapped";
+  EXPECT_EQ(fake.counts().unmaps, unmaps) << "a's page stays while its work is queued";
+  cumem_bool_t idle = CUMEM_TRUE;
+  CUMEM_ASSERT_OK(cumem_stream_query(stream, &idle));
+  EXPECT_EQ(idle, CUMEM_FALSE) << "the device was not waited for";
+  // The work has run: the next miss recycles a's page, still without a wait.
+  fake.finish_stream(static_cast<CUstream>(native));
+  void* d = allocate(30 * MiB);
+  s = caching_of(cache);
+  EXPECT_EQ(s.recycles, 1u);
+  EXPECT_EQ(s.recycle_waits, 0u);
+  EXPECT_EQ(fake.counts().unmaps - unmaps, 1u) << "a's page, once done";
+  free(d, 30 * MiB);
+  free(c, 30 * MiB);
+  free(b, 20 * MiB);
+  free(big2, 1000 * MiB);
+  free(big1, 1000 * MiB);
 }
 
 // Each stream that maps pages gets a marker (an event); many streams (one
