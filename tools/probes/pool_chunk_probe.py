@@ -15,13 +15,10 @@ import sys
 size = int(sys.argv[1]) if len(sys.argv) > 1 else 65536
 count = int(sys.argv[2]) if len(sys.argv) > 2 else 80
 from cuda_driver import check, cu  # device 0's context is current
+from vmm_structs import Location
 
 MiB = 1 << 20
 RESERVED_MEM_CURRENT = 5
-
-
-class Location(ctypes.Structure):
-    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
 
 
 class PoolProps(ctypes.Structure):
