@@ -125,29 +125,30 @@ Loaded& loaded() {
   return *instance;
 }
 
+// The loaded driver's table, null when it could not be loaded: after the
+// first call one atomic load and no call_once (every driver call asks).
+const Table* table() {
+  if (const Table* t = published.load(std::memory_order_acquire)) return t;
+  Loaded& l = loaded();
+  return l.ok ? &l.table : nullptr;
+}
+
 }  // namespace
 
 const Table& get() {
-  // Every driver call asks: once loaded, one load and no call_once.
-  if (const Table* t = published.load(std::memory_order_acquire)) {
-    if (forked_after_init.load(std::memory_order_relaxed)) fail(Status::no_driver, kForkedMessage);
-    return *t;
-  }
-  Loaded& l = loaded();
-  if (!l.ok) fail(Status::no_driver, l.error);
+  const Table* t = table();
+  if (!t) fail(Status::no_driver, loaded().error);
   if (forked_after_init.load(std::memory_order_relaxed)) fail(Status::no_driver, kForkedMessage);
-  return l.table;
+  return *t;
 }
 
 const Table* get_if_loaded() noexcept {
-  if (const Table* t = published.load(std::memory_order_acquire))
-    return forked_after_init.load(std::memory_order_relaxed) ? nullptr : t;
   try {
-    Loaded& l = loaded();
+    const Table* t = table();
     // In a forked child, objects inherited from the parent are released
     // without driver calls: the parent's CUDA state is not the child's.
     if (forked_after_init.load(std::memory_order_relaxed)) return nullptr;
-    return l.ok ? &l.table : nullptr;
+    return t;
   } catch (...) {
     return nullptr;
   }

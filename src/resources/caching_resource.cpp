@@ -936,7 +936,7 @@ class CachingResource final : public Adaptor,
     } else {
       bytes = expandable_->recycle(rounded, key, spans);
     }
-    if (bytes > 0) ++central_.recycles;  // a recycle unmaps something; one left waiting, not
+    if (bytes > 0) ++central_.recycles;  // counted when it unmapped pages, not when all waited
     reserved_.fetch_sub(bytes, std::memory_order_relaxed);
     for (const auto& [ptr, n] : unmapped)
       history::record(history::Action::segment_unmap, id(), ptr, n, 0);
