@@ -38,14 +38,16 @@ Stream::Stream(Ref<Device> device, CUstream handle, bool owned, Ref<Stream> keep
   foreign_ = !owned_ && !keep_ && handle_ != CU_STREAM_LEGACY && handle_ != CU_STREAM_PER_THREAD;
 }
 
-// One event per foreign native stream, recorded at each free on it (see
-// Stream::record_marker). Made at the first record; destroyed with the last
-// wrapper that shares it.
+// One event per foreign native stream, recorded now and then at a free on
+// it (see Stream::mark_free). Made at the first record; destroyed with the
+// last wrapper that shares it. `frees` and `covered` are read without the
+// lock; `covered` and `eager` change under it.
 struct FreeMarker {
   std::mutex mutex;
   CUevent event = nullptr;
-  bool recorded = false;
-  bool dirty = false;  // a free since the last record could not record
+  std::atomic<uint64_t> frees{0};    // the last free's mark
+  std::atomic<uint64_t> covered{0};  // the last record covers the frees marked up to this
+  std::atomic<uint64_t> eager{0};    // the last eager free's mark
   Ref<Device> device;
   ~FreeMarker() {
     if (!event) return;
@@ -89,28 +91,65 @@ std::shared_ptr<FreeMarker> marker_for(CUstream native, const Ref<Device>& devic
 
 }  // namespace
 
-void Stream::record_marker() const {
-  FreeMarker& m = *marker_;
-  std::lock_guard<std::mutex> lock(m.mutex);
-  ScopedContext scope(*device_);
+namespace {
+
+// Under the marker's lock, on its stream (handed in: alive): records the
+// marker, covering every free marked so far. Throws on a driver failure.
+void record_free_marker(FreeMarker& m, const Stream& stream) {
+  // Every free marked up to `through` queued its block's work before it
+  // took its mark, so before this record.
+  const uint64_t through = m.frees.load(std::memory_order_acquire);
+  ScopedContext scope(stream.device());
   if (!m.event)
     CUMEM_CU(cuEventCreate, (&m.event, CU_EVENT_DISABLE_TIMING),
-             "creating the free marker of " + describe());
-  CUMEM_CU(cuEventRecord, (m.event, handle_), "recording the free marker of " + describe());
-  m.recorded = true;
-  m.dirty = false;
+             "creating the free marker of " + stream.describe());
+  CUMEM_CU(cuEventRecord, (m.event, stream.native()),
+           "recording the free marker of " + stream.describe());
+  m.covered.store(through, std::memory_order_release);
 }
 
-void Stream::note_unmarked_free() const noexcept {
+}  // namespace
+
+uint64_t Stream::mark_free(bool handed_in, bool eager) const {
   FreeMarker& m = *marker_;
+  const uint64_t mark = m.frees.fetch_add(1, std::memory_order_acq_rel) + 1;
+  if (!eager && (!handed_in || mark - m.covered.load(std::memory_order_relaxed) < kMarkEvery))
+    return mark;
   std::lock_guard<std::mutex> lock(m.mutex);
-  m.dirty = true;
+  if (eager && mark > m.eager.load(std::memory_order_relaxed))
+    m.eager.store(mark, std::memory_order_relaxed);
+  if (handed_in && m.covered.load(std::memory_order_relaxed) < mark) record_free_marker(m, *this);
+  return mark;
 }
 
-bool Stream::wait_for_marker(CUstream later) const {
+void Stream::cover_frees() const noexcept {
+  FreeMarker& m = *marker_;
+  if (m.frees.load(std::memory_order_relaxed) - m.covered.load(std::memory_order_relaxed) <
+      kMarkEvery)
+    return;
+  try {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    if (m.frees.load(std::memory_order_relaxed) - m.covered.load(std::memory_order_relaxed) >=
+        kMarkEvery)
+      record_free_marker(m, *this);
+  } catch (...) {
+    // Not covered: the blocks wait for a later record (or a trim).
+    log::swallowed("recording a foreign stream's free marker at an allocation on it");
+  }
+}
+
+bool Stream::covers(uint64_t mark) const noexcept {
+  return marker_ && mark != 0 && marker_->covered.load(std::memory_order_acquire) >= mark;
+}
+
+uint64_t Stream::eager_mark() const noexcept {
+  return marker_ ? marker_->eager.load(std::memory_order_acquire) : 0;
+}
+
+bool Stream::wait_for_marker(CUstream later, uint64_t mark) const {
   FreeMarker& m = *marker_;
   std::lock_guard<std::mutex> lock(m.mutex);
-  if (!m.recorded || m.dirty) return false;
+  if (!m.event || mark == 0 || m.covered.load(std::memory_order_relaxed) < mark) return false;
   ScopedContext scope(*device_);
   return CUMEM_CU_QUIET(cuStreamWaitEvent, (later, m.event, 0)) == CUDA_SUCCESS;
 }
@@ -119,7 +158,8 @@ bool Stream::marker_done() const noexcept {
   if (!marker_) return false;
   FreeMarker& m = *marker_;
   std::lock_guard<std::mutex> lock(m.mutex);
-  if (!m.recorded || m.dirty) return false;
+  if (!m.event || m.covered.load(std::memory_order_relaxed) < m.eager.load(std::memory_order_relaxed))
+    return false;
   try {
     ScopedContext scope(*device_);
     return CUMEM_CU_QUIET(cuEventQuery, (m.event)) == CUDA_SUCCESS;

@@ -51,25 +51,40 @@ class Stream : public Object {
   // it, so nothing may be queued on it later than the call that handed it
   // in. Such work is ordered through its free marker instead.
   bool foreign() const noexcept { return foreign_; }
-  // Records the free marker on a foreign stream: everything queued on it so
-  // far comes before a later wait_for_marker. One event per native stream,
-  // shared by its wrappers (the last record of any of them covers all).
-  // Throws on a driver failure.
-  void record_marker() const;
-  // A free on this foreign stream that could not record the marker (the
-  // stream was remembered, not handed in: it may be gone): until the next
-  // record, wait_for_marker says false.
-  void note_unmarked_free() const noexcept;
-  // Makes `later` (null: the legacy default stream) wait for this foreign
-  // stream's last marker record, without touching this stream. False when
-  // no record covers every free on it (never recorded, or a free since
-  // could not record) or the wait failed: the caller then waits for the
-  // device.
-  bool wait_for_marker(CUstream later) const;
-  // Whether the work of every free on this foreign stream so far is done
-  // (its free marker's last record has completed and covers every free),
-  // without touching the stream. False when not, or when the driver cannot
-  // say.
+  // The free marker of a foreign stream: an event recorded on it now and
+  // then while it is known alive (handed in), so that a block freed on it
+  // can be reused on another stream without touching it again. Every free
+  // on it gets a mark (its number, from 1); a record covers the frees
+  // marked before it. A free whose block may go to another stream at once
+  // (`eager`: a large piece, found by size alone) records when the stream
+  // is handed in; the others (the small blocks, which are reused elsewhere
+  // only once covered) record once kMarkEvery of them are uncovered, so
+  // that a pair on one stream costs a driver call only every kMarkEvery
+  // frees. `handed_in` false: the stream was remembered, not handed in,
+  // and may be gone: nothing is recorded (the free stays uncovered until
+  // a later record). Returns the free's mark; throws on a driver failure
+  // (the free is then not covered).
+  static constexpr uint64_t kMarkEvery = 16;
+  uint64_t mark_free(bool handed_in, bool eager) const;
+  // This foreign stream was handed in (an allocation on it): records the
+  // marker when kMarkEvery frees are uncovered (frees made where it was
+  // remembered, as CuPy's, which names no stream). A failure is logged: the
+  // frees stay uncovered.
+  void cover_frees() const noexcept;
+  // Whether a record covers the free marked `mark` (without the marker's
+  // lock: a record once made covers it for good).
+  bool covers(uint64_t mark) const noexcept;
+  // The mark of the last eager free (0: none), which a reuse of a large
+  // piece waits for.
+  uint64_t eager_mark() const noexcept;
+  // Makes `later` (null: the legacy default stream) wait for the marker's
+  // last record, without touching this stream. False when no record
+  // covers the free marked `mark`, or the wait failed: the caller then
+  // waits for the device.
+  bool wait_for_marker(CUstream later, uint64_t mark) const;
+  // Whether the work of every eager free on this foreign stream so far is
+  // done (a record covers them all and has completed), without touching
+  // the stream. False when not, or when the driver cannot say.
   bool marker_done() const noexcept;
 
   // The live stream libcumem created for `native`, with a reference for
@@ -97,7 +112,7 @@ class Stream : public Object {
 // Marks, on the calling thread for its scope, that the stream of the frees
 // made now was remembered (a buffer's or a framework allocation's own),
 // not handed in by the caller: a foreign one may be gone, so those frees
-// queue nothing on it (Stream::note_unmarked_free).
+// queue nothing on it (Stream::mark_free).
 // The mark is the thread's (this_thread.hpp).
 class RememberedStreamScope {
  public:

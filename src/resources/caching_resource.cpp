@@ -446,6 +446,10 @@ class CachingResource final : public Adaptor,
     if (stream_ordered_) {
       const CaptureInfo c = capture_of(stream);
       if (c.capturing()) return allocate_captured(size, stream, c);
+      // Handed in, a foreign stream is alive now: a record covers the
+      // frees made on it where it was only remembered (CuPy's name none),
+      // so that their blocks can serve other streams.
+      if (stream && stream->foreign()) stream->cover_frees();
     }
     const uint64_t rounded = expandable_ ? round_expandable(size) : round_size(size);
     const uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
@@ -453,8 +457,8 @@ class CachingResource final : public Adaptor,
     {
       std::lock_guard<Shard> lock(s);
       Block found;
-      if (s.cache.take(rounded, key, found)) {
-        hand_out(s.counts, s.streams, found.key, key, stream);
+      if (s.cache.take(rounded, key, found, s.streams.covered())) {
+        hand_out(s.counts, s.streams, found.key, key, stream, found.mark);
         return found.ptr;
       }
     }
@@ -519,23 +523,24 @@ class CachingResource final : public Adaptor,
                  "after the capture ends (nothing was freed)");
     }
     uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
+    uint64_t mark = 0;
     if (stream_ordered_ && stream && stream->foreign()) {
-      // Before the block is seen by another thread: a reuse on another
-      // stream waits for this record (the stream itself may be gone then).
-      // A stream remembered rather than handed in may be gone already: not
-      // touched, and a reuse elsewhere waits for the device.
+      // Before the block is seen by another thread: its mark, which a reuse
+      // on another stream waits for (the stream itself may be gone then).
+      // A small block is reused elsewhere only once a record covers it; a
+      // large piece may be at once, so its free records (stream.hpp). A
+      // stream remembered rather than handed in may be gone already: not
+      // touched, and the block waits for a later record (or a trim).
       try {
-        if (RememberedStreamScope::active())
-          stream->note_unmarked_free();
-        else
-          stream->record_marker();
+        mark = stream->mark_free(!RememberedStreamScope::active(), !is_small(rounded));
       } catch (const Error&) {
         // No marker: the block's work is waited for now, and it has none.
         wait_before_free(device_.get(), stream);
         key = kAnyStream;
+        mark = 0;
       }
     }
-    deallocate(shards_[thread_shard().index], Block{ptr, rounded, key}, stream);
+    deallocate(shards_[thread_shard().index], Block{ptr, rounded, key, mark}, stream);
   }
 
  private:
@@ -699,15 +704,16 @@ class CachingResource final : public Adaptor,
 
   // Under the lock of the cache that held it: a block freed on stream
   // `freed_key` is handed out on `stream` (`key`): counted, ordered after
-  // the freeing stream's work when the streams differ, and its stream
-  // reference dropped (the cache's reference keeps that stream alive until
-  // the event is recorded).
+  // the freeing stream's work when the streams differ (`mark`: a small
+  // block's from a foreign stream; 0 for a large piece, Stream::mark_free),
+  // and its stream reference dropped (the cache's reference keeps that
+  // stream alive until the event is recorded).
   void hand_out(Counters& counts, StreamRefs& streams, uintptr_t freed_key, uintptr_t key,
-                const Stream* stream) {
+                const Stream* stream, uint64_t mark) {
     ++counts.hits;
     if (reuse_order(freed_key, key) != ReuseOrder::none) {
       ++counts.reuses;
-      order_reuse(freed_key, streams.stream(freed_key), stream, device_.get());
+      order_reuse(freed_key, streams.stream(freed_key), stream, device_.get(), mark);
     }
     streams.remove(freed_key);
   }
@@ -715,9 +721,9 @@ class CachingResource final : public Adaptor,
   void* take_central_small(uint64_t rounded, uintptr_t key, const Stream* stream) {
     std::lock_guard<std::mutex> lock(central_.mutex);
     Block b;
-    if (!central_.small.take(rounded, key, b)) return nullptr;
+    if (!central_.small.take(rounded, key, b, central_.streams.covered())) return nullptr;
     central_.small_cached -= rounded;
-    hand_out(central_.counts, central_.streams, b.key, key, stream);
+    hand_out(central_.counts, central_.streams, b.key, key, stream, b.mark);
     return b.ptr;
   }
 
@@ -727,7 +733,7 @@ class CachingResource final : public Adaptor,
     if (!t.ptr) return nullptr;
     // The rest of a split piece is one more free piece on its stream.
     if (t.split) central_.streams.add(t.freed_key, central_.streams.stream(t.freed_key));
-    hand_out(central_.counts, central_.streams, t.freed_key, key, stream);
+    hand_out(central_.counts, central_.streams, t.freed_key, key, stream, 0);
     return t.ptr;
   }
 

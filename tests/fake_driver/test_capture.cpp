@@ -10,6 +10,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -585,8 +586,9 @@ TEST_F(Capture, AForeignStreamWrappedWhileItCapturesKeepsItsCaptureValid) {
 
 // A framework's stream destroyed while the cache holds a block freed on it:
 // the block's reuse on another stream never touches the dead stream (found
-// on the H200 with CuPy: cuEventRecord on it crashed); it waits for the
-// marker recorded at the free.
+// on the H200 with CuPy: cuEventRecord on it crashed); it waits for a record
+// of the stream's free marker made while the stream was handed in. A large
+// piece's free records at once; a small block's is covered by a later one.
 TEST_F(Capture, ABlockFreedOnAForeignStreamThatIsGoneIsReusedSafely) {
   cumem_resource_t* pool = nullptr;
   cumem_resource_t* cache = nullptr;
@@ -596,36 +598,142 @@ TEST_F(Capture, ABlockFreedOnAForeignStreamThatIsGoneIsReusedSafely) {
   ASSERT_EQ(fake.stream_create(&foreign, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
   cumem_stream_t* wrapped = nullptr;
   CUMEM_ASSERT_OK(cumem_stream_wrap(device, foreign, &wrapped));
-  for (size_t size : {size_t{4096}, size_t{8} << 20}) {  // a small and a large block
-    void* p = nullptr;
-    CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, size, wrapped, &p));
-    fake.reset_calls();
-    CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, size, wrapped));
-    EXPECT_EQ(fake.calls("cuEventRecord"), 1) << "the free records the marker";
-    // Reused on the same stream: no order needed while it lives.
-    void* again = nullptr;
-    CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, size, wrapped, &again));
-    EXPECT_EQ(again, p);
-    CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, again, size, wrapped));
-  }
+  const size_t large = size_t{8} << 20;
+  void* p = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, large, wrapped, &p));
+  fake.reset_calls();
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, large, wrapped));
+  EXPECT_EQ(fake.calls("cuEventRecord"), 1) << "a large piece's free records the marker";
+  // Reused on the same stream: no order needed while it lives.
+  void* again = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, large, wrapped, &again));
+  EXPECT_EQ(again, p);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, again, large, wrapped));
+  // Small blocks: kMarkEvery frees take one record, which covers them all.
+  std::vector<void*> small(16);
+  for (void*& q : small) CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 4096, wrapped, &q));
+  fake.reset_calls();
+  for (void* q : small) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, q, 4096, wrapped));
+  EXPECT_EQ(fake.calls("cuEventRecord"), 1) << "16 small frees, one record";
   cumem_stream_release(wrapped);
   ASSERT_EQ(fake.stream_destroy(foreign), CUDA_SUCCESS);
   fake.reset_calls();
-  for (size_t size : {size_t{4096}, size_t{8} << 20}) {
-    void* p = nullptr;
-    CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, size, stream, &p));
-    CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, size, stream));
-  }
+  cumem_caching_statistics_t before = CUMEM_CACHING_STATISTICS_INIT;
+  CUMEM_ASSERT_OK(cumem_caching_resource_get_statistics(cache, &before));
+  void* reused = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, large, stream, &reused));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, reused, large, stream));
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 4096, stream, &reused));
+  EXPECT_NE(std::find(small.begin(), small.end(), reused), small.end()) << "a small block, reused";
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, reused, 4096, stream));
+  cumem_caching_statistics_t after = CUMEM_CACHING_STATISTICS_INIT;
+  CUMEM_ASSERT_OK(cumem_caching_resource_get_statistics(cache, &after));
+  EXPECT_EQ(after.stream_reuses - before.stream_reuses, 2u) << "both blocks served the other stream";
+  EXPECT_EQ(after.misses, before.misses) << "with no new memory";
   EXPECT_EQ(fake.calls("cuEventRecord on a destroyed stream"), 0);
-  EXPECT_GE(fake.calls("cuStreamWaitEvent"), 2) << "each reuse waits for the marker";
+  EXPECT_EQ(fake.calls("cuStreamWaitEvent"), 2) << "each reuse waits for the marker";
+  EXPECT_EQ(fake.calls("cuCtxSynchronize"), 0) << "and not for the device";
+  cumem_resource_release(cache);
+  cumem_resource_release(pool);
+}
+
+// A pair of small blocks on a foreign stream (every PyTorch side stream and
+// CuPy stream) costs a driver call only every kMarkEvery frees; a block its
+// last record does not cover is not reused on another stream (no wait for
+// the device either) until a later record covers it.
+TEST_F(Capture, SmallFreesOnAForeignStreamRecordItsMarkerEverySixteenth) {
+  cumem_resource_t* pool = nullptr;
+  cumem_resource_t* cache = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, nullptr, &pool));
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(pool, &cache));
+  CUstream foreign = nullptr;
+  ASSERT_EQ(fake.stream_create(&foreign, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+  cumem_stream_t* wrapped = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_wrap(device, foreign, &wrapped));
+  fake.reset_calls();
+  for (int i = 0; i < 160; ++i) {
+    void* p = nullptr;
+    CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 256, wrapped, &p));
+    CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, 256, wrapped));
+  }
+  EXPECT_EQ(fake.calls("cuEventRecord"), 10) << "160 pairs, a record every 16th free";
+  EXPECT_EQ(fake.calls("cuStreamWaitEvent") + fake.calls("cuCtxSynchronize"), 0);
+  // One more free: not covered (the 160th was recorded).
+  void* uncovered = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 256, wrapped, &uncovered));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, uncovered, 256, wrapped));
+  fake.reset_calls();
+  void* other = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 256, stream, &other));
+  EXPECT_NE(other, uncovered) << "another stream does not take the uncovered block";
+  EXPECT_EQ(fake.calls("cuStreamWaitEvent") + fake.calls("cuCtxSynchronize"), 0);
+  // Fifteen more frees on the foreign stream: the sixteenth uncovered one
+  // records, covering the first.
+  std::vector<void*> more(15);
+  for (void*& q : more) CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 4096, wrapped, &q));
+  for (void* q : more) CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, q, 4096, wrapped));
+  EXPECT_EQ(fake.calls("cuEventRecord"), 1);
+  void* covered = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 256, stream, &covered));
+  EXPECT_EQ(covered, uncovered) << "covered now, it serves another stream";
+  EXPECT_EQ(fake.calls("cuStreamWaitEvent"), 1) << "after the marker";
+  EXPECT_EQ(fake.calls("cuCtxSynchronize"), 0);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, covered, 256, stream));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, other, 256, stream));
+  cumem_stream_release(wrapped);
+  ASSERT_EQ(fake.stream_destroy(foreign), CUDA_SUCCESS);
+  cumem_resource_release(cache);
+  cumem_resource_release(pool);
+}
+
+// Frees where a foreign stream was only remembered (buffers released
+// without a stream, as CuPy frees) record nothing on it; the next
+// allocation on it (handed in, so alive) covers them once kMarkEvery are
+// uncovered, and their blocks then serve other streams after the marker.
+TEST_F(Capture, FreesWhereAForeignStreamWasRememberedAreCoveredAtItsNextAllocation) {
+  cumem_resource_t* pool = nullptr;
+  cumem_resource_t* cache = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, nullptr, &pool));
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(pool, &cache));
+  CUstream foreign = nullptr;
+  ASSERT_EQ(fake.stream_create(&foreign, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+  cumem_stream_t* wrapped = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_wrap(device, foreign, &wrapped));
+  std::vector<cumem_buffer_t*> buffers(16);
+  std::vector<void*> freed;
+  for (cumem_buffer_t*& b : buffers) {
+    CUMEM_ASSERT_OK(cumem_resource_allocate(cache, 4096, wrapped, &b));
+    void* p = nullptr;
+    CUMEM_ASSERT_OK(cumem_buffer_ptr(b, &p));
+    freed.push_back(p);
+  }
+  fake.reset_calls();
+  for (cumem_buffer_t* b : buffers) cumem_buffer_release(b);
+  EXPECT_EQ(fake.calls("cuEventRecord"), 0) << "nothing queued where the stream was remembered";
+  void* p = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 256, stream, &p));
+  EXPECT_EQ(std::find(freed.begin(), freed.end(), p), freed.end()) << "not covered yet";
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, 256, stream));
+  void* on_foreign = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 65536, wrapped, &on_foreign));
+  EXPECT_EQ(fake.calls("cuEventRecord"), 1) << "the allocation on the stream records its marker";
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 4096, stream, &p));
+  EXPECT_NE(std::find(freed.begin(), freed.end(), p), freed.end()) << "covered, it serves";
+  EXPECT_EQ(fake.calls("cuStreamWaitEvent"), 1);
+  EXPECT_EQ(fake.calls("cuCtxSynchronize"), 0);
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, 4096, stream));
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, on_foreign, 65536, wrapped));
+  cumem_stream_release(wrapped);
+  ASSERT_EQ(fake.stream_destroy(foreign), CUDA_SUCCESS);
   cumem_resource_release(cache);
   cumem_resource_release(pool);
 }
 
 // The same when the free's stream is remembered, not handed in (a buffer
 // released without a stream, whose wrapped stream's owner destroyed it
-// first): the free queues nothing on it, and a reuse elsewhere waits for
-// the device.
+// first): the free queues nothing on it, and its block serves no other
+// stream (no record will cover it) until the cache gives it back, after a
+// wait for the device.
 TEST_F(Capture, ABufferReleasedAfterItsForeignStreamIsGoneNeverTouchesIt) {
   cumem_resource_t* pool = nullptr;
   cumem_resource_t* cache = nullptr;
@@ -648,10 +756,16 @@ TEST_F(Capture, ABufferReleasedAfterItsForeignStreamIsGoneNeverTouchesIt) {
   EXPECT_EQ(fake.calls("cuEventRecord"), 0);
   void* p = nullptr;
   CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 4096, stream, &p));
-  EXPECT_EQ(p, freed) << "the block was freed into the cache and reused";
+  EXPECT_NE(p, freed) << "the uncovered block serves no other stream";
   EXPECT_EQ(fake.calls("cuEventRecord on a destroyed stream"), 0);
-  EXPECT_GE(fake.calls("cuCtxSynchronize"), 1) << "the reuse waited for the device";
+  EXPECT_EQ(fake.calls("cuCtxSynchronize"), 0);
   CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, 4096, stream));
+  CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
+  EXPECT_EQ(fake.calls("cuEventRecord on a destroyed stream"), 0);
+  EXPECT_GE(fake.calls("cuCtxSynchronize"), 1) << "given back after a wait for the device";
+  cumem_caching_statistics_t st = CUMEM_CACHING_STATISTICS_INIT;
+  CUMEM_ASSERT_OK(cumem_caching_resource_get_statistics(cache, &st));
+  EXPECT_EQ(st.bytes_cached, 0u) << "nothing stays cached";
   cumem_resource_release(cache);
   cumem_resource_release(pool);
 }

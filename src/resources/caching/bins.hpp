@@ -21,6 +21,10 @@ struct Block {
   void* ptr = nullptr;
   uint64_t size = 0;  // rounded
   uintptr_t key = kAnyStream;
+  // A block freed on a foreign stream: its free's mark (Stream::mark_free),
+  // which a record must cover before the block is reused on another
+  // stream; 0 for every other block.
+  uint64_t mark = 0;
 };
 
 // Cached blocks of one size class, newest last. The storage is whole cache
@@ -61,8 +65,12 @@ class Stack {
   size_t size_ = 0, capacity_ = 0;
 };
 
-// Entries looked at, newest first, for a block freed on the asking stream.
+// Entries looked at, newest first, for a block freed on the asking stream;
+// then for one that may be reused on it (a block freed on a foreign stream
+// waits for a record of its marker: at most Stream::kMarkEvery of a stream's
+// are not yet covered).
 inline constexpr int kSameStreamScan = 8;
+inline constexpr int kReadyScan = 32;
 
 // Cached small blocks by size class.
 struct Bins {
@@ -70,8 +78,11 @@ struct Bins {
 
   void push(const Block& b) { classes[small_class(b.size)].push(b); }
   // A block of `size` (rounded), preferably one of the newest kSameStreamScan
-  // freed on `key`, else the newest; false when the class is empty.
-  bool take(uint64_t size, uintptr_t key, Block& out) {
+  // freed on `key`, else the newest of the newest kReadyScan that
+  // `ready(block)` says may be reused on another stream; false when there
+  // is none.
+  template <class Ready>
+  bool take(uint64_t size, uintptr_t key, Block& out, Ready&& ready) {
     Stack& b = classes[small_class(size)];
     const size_t n = b.size();
     if (n == 0) return false;
@@ -81,8 +92,13 @@ struct Bins {
         return true;
       }
     }
-    out = b.pop();
-    return true;
+    for (size_t i = n; i-- > 0 && i + kReadyScan >= n;) {
+      if (b[i].mark == 0 || ready(b[i])) {
+        out = b.take_at(i);
+        return true;
+      }
+    }
+    return false;
   }
   // A block of `size` freed on `key` or with no pending work (newest
   // first); false when there is none (a capture's pool reuses only those).

@@ -14,9 +14,9 @@
 // Per stream key: the legacy default stream and libcumem's own streams get an
 // event of the cache's; a foreign stream (a framework's) is never touched
 // after its free, and its own free marker (Stream::marker_done) says whether
-// all its frees are done; a per-thread default stream cannot be named from
-// here, and its pieces are done only after a device wait. Under the adaptor's
-// central lock.
+// all its eager frees (the large pieces') are done; a per-thread default
+// stream cannot be named from here, and its pieces are done only after a
+// device wait. Under the adaptor's central lock.
 #pragma once
 
 #include <cstdint>

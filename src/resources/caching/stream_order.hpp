@@ -8,8 +8,9 @@
 // made to wait for an event recorded then on the freeing stream (two driver
 // calls, on that path only); a foreign stream (a framework's, which may be
 // destroyed while its blocks are cached) is never touched after its free:
-// each free on it records its free marker (Stream::record_marker, one driver
-// call), and a reuse elsewhere waits for that. A cache keeps one reference per stream its
+// each free on it takes a mark of its free marker, which is recorded now
+// and then (Stream::mark_free), and a reuse elsewhere waits for a record
+// that covers the block's free. A cache keeps one reference per stream its
 // blocks were freed on (not one per block), so that a stream libcumem
 // created outlives the blocks freed on it (stream.hpp's lifetime rule).
 #pragma once
@@ -53,9 +54,12 @@ inline ReuseOrder reuse_order(uintptr_t freed_key, uintptr_t key) {
 // freed on `freed_on` under key `freed_key` (reuse_order not none): the
 // work queued there so far (the block's last users) comes before anything
 // queued on `stream` from now on. Should the event calls fail, the device
-// is waited for. `device`: the context when `stream` is null.
+// is waited for. `device`: the context when `stream` is null. `mark`: a
+// small block's from a foreign stream (Block::mark); 0 for a large piece,
+// whose free was eager (its reuse waits for the record that covers the
+// stream's last eager free).
 void order_reuse(uintptr_t freed_key, const Stream* freed_on, const Stream* stream,
-                 const Device* device);
+                 const Device* device, uint64_t mark);
 
 // Unused stream references a cache keeps before dropping them.
 inline constexpr size_t kStreamsKept = 8;
@@ -92,6 +96,15 @@ class StreamRefsOf {
     for (const Entry& e : entries_)
       if (e.key == key) return e.ref.get();
     return nullptr;
+  }
+  // Whether a small block freed on a foreign stream may be reused on
+  // another stream now: a record of its stream's free marker covers its
+  // mark (Stream::mark_free). For Bins::take.
+  auto covered() const {
+    return [this](const Block& b) {
+      const S* s = stream(b.key);
+      return s && s->covers(b.mark);
+    };
   }
   // Blocks counted on `key` (for tests and checks).
   size_t blocks(uintptr_t key) const {

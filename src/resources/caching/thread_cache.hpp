@@ -51,10 +51,13 @@ class ThreadCache {
   // A kept block of `rounded` bytes for stream `key`: a small block of its
   // class (preferably freed on `key`), or a large block of exactly that
   // size freed on `key`, newest first. False when there is none.
-  bool take(uint64_t rounded, uintptr_t key, Block& out) {
+  // `ready(block)`: whether a small block freed on a foreign stream may be
+  // reused on another (Bins::take).
+  template <class Ready>
+  bool take(uint64_t rounded, uintptr_t key, Block& out, Ready&& ready) {
     bool hit = false;
     if (is_small(rounded)) {
-      hit = small_.take(rounded, key, out);
+      hit = small_.take(rounded, key, out, ready);
     } else {
       for (size_t i = large_.size(); i-- > 0;)
         if (large_[i].size == rounded && large_[i].key == key) {

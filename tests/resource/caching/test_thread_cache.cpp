@@ -15,6 +15,9 @@ constexpr uint64_t MiB = uint64_t{1} << 20;
 // Distinct addresses, never touched.
 void* at(uint64_t n) { return reinterpret_cast<void*>(uintptr_t{1} << 32 | n << 9); }
 
+// No block freed on a foreign stream is covered by its marker's record.
+bool none_covered(const Block&) { return false; }
+
 TEST(CachingThreadCache, ASmallBlockComesBackPreferablyFromTheSameStream) {
   ThreadCache c;
   ASSERT_TRUE(c.keep_small({at(1), 1024, 7}));
@@ -23,14 +26,52 @@ TEST(CachingThreadCache, ASmallBlockComesBackPreferablyFromTheSameStream) {
   EXPECT_EQ(c.cached(), 4096u);
   EXPECT_EQ(c.small_cached(), 4096u);
   Block b;
-  ASSERT_TRUE(c.take(1024, 7, b));
+  ASSERT_TRUE(c.take(1024, 7, b, none_covered));
   EXPECT_EQ(b.ptr, at(1)) << "the block freed on stream 7, though not the newest";
-  ASSERT_TRUE(c.take(1024, 7, b));
+  ASSERT_TRUE(c.take(1024, 7, b, none_covered));
   EXPECT_EQ(b.ptr, at(2)) << "then any stream's";
   EXPECT_EQ(b.key, 9u) << "with the stream it was freed on, for ordering";
-  EXPECT_FALSE(c.take(1024, 7, b));
-  EXPECT_FALSE(c.take(1152, 7, b)) << "no other class serves";
+  EXPECT_FALSE(c.take(1024, 7, b, none_covered));
+  EXPECT_FALSE(c.take(1152, 7, b, none_covered)) << "no other class serves";
   EXPECT_EQ(c.cached(), 2048u);
+}
+
+// A small block freed on a foreign stream (a mark) serves another stream
+// only once its marker's record covers it; its own stream at once.
+TEST(CachingThreadCache, AMarkedBlockServesAnotherStreamOnlyOnceCovered) {
+  ThreadCache c;
+  ASSERT_TRUE(c.keep_small({at(1), 1024, 9, 0}));  // not foreign
+  ASSERT_TRUE(c.keep_small({at(2), 1024, 8, 3}));  // foreign, mark 3
+  ASSERT_TRUE(c.keep_small({at(3), 1024, 8, 4}));  // foreign, mark 4
+  uint64_t covered = 3;
+  std::vector<uint64_t> asked;
+  auto ready = [&](const Block& b) {
+    asked.push_back(b.mark);
+    return b.mark <= covered;
+  };
+  Block b;
+  ASSERT_TRUE(c.take(1024, 7, b, ready));
+  EXPECT_EQ(b.ptr, at(2)) << "the newest covered block, not the uncovered newer one";
+  EXPECT_EQ(asked, (std::vector<uint64_t>{4, 3}));
+  ASSERT_TRUE(c.take(1024, 7, b, ready));
+  EXPECT_EQ(b.ptr, at(1)) << "an unmarked block needs no record";
+  EXPECT_FALSE(c.take(1024, 7, b, ready)) << "mark 4 waits for a record";
+  ASSERT_TRUE(c.take(1024, 8, b, ready));
+  EXPECT_EQ(b.ptr, at(3)) << "its own stream reuses it at once";
+  EXPECT_EQ(c.cached(), 0u);
+}
+
+// Only the newest kReadyScan blocks are looked at for another stream.
+TEST(CachingThreadCache, TheSearchForACoveredBlockIsBounded) {
+  ThreadCache c;
+  ASSERT_TRUE(c.keep_small({at(0), 512, 9, 0}));
+  for (uint64_t i = 1; i <= kReadyScan; ++i) ASSERT_TRUE(c.keep_small({at(i), 512, 8, i}));
+  int asked = 0;
+  Block b;
+  EXPECT_FALSE(c.take(512, 7, b, [&](const Block&) { return ++asked, false; }));
+  EXPECT_EQ(asked, kReadyScan);
+  ASSERT_TRUE(c.take(512, 8, b, none_covered)) << "found by its stream";
+  EXPECT_EQ(b.ptr, at(kReadyScan));
 }
 
 TEST(CachingThreadCache, SmallBlocksStopAtTheCap) {
@@ -40,7 +81,7 @@ TEST(CachingThreadCache, SmallBlocksStopAtTheCap) {
   EXPECT_EQ(kept, kShardCap) << "exactly the cap, then no more";
   EXPECT_EQ(c.small_cached(), kShardCap);
   Block b;
-  ASSERT_TRUE(c.take(128 * KiB, 1, b));
+  ASSERT_TRUE(c.take(128 * KiB, 1, b, none_covered));
   EXPECT_TRUE(c.keep_small({at(9999), 128 * KiB, 1})) << "room again after a take";
 }
 
@@ -48,9 +89,9 @@ TEST(CachingThreadCache, ALargeBlockComesBackOnlyForItsSizeAndStream) {
   ThreadCache c;
   c.keep_large({at(1), 2 * MiB, 5});
   Block b;
-  EXPECT_FALSE(c.take(2 * MiB, 6, b)) << "another stream goes to the central pieces";
-  EXPECT_FALSE(c.take(4 * MiB, 5, b)) << "another size too";
-  ASSERT_TRUE(c.take(2 * MiB, 5, b));
+  EXPECT_FALSE(c.take(2 * MiB, 6, b, none_covered)) << "another stream goes to the central pieces";
+  EXPECT_FALSE(c.take(4 * MiB, 5, b, none_covered)) << "another size too";
+  ASSERT_TRUE(c.take(2 * MiB, 5, b, none_covered));
   EXPECT_EQ(b.ptr, at(1));
   EXPECT_EQ(c.cached(), 0u);
 }
@@ -91,7 +132,7 @@ TEST(CachingThreadCache, DrainingGivesEveryBlockOnceAndEmpties) {
   EXPECT_EQ(c.cached(), 0u);
   EXPECT_EQ(c.small_cached(), 0u);
   Block b;
-  EXPECT_FALSE(c.take(512, 1, b));
+  EXPECT_FALSE(c.take(512, 1, b, none_covered));
 }
 
 }  // namespace
