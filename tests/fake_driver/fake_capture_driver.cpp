@@ -279,6 +279,10 @@ CUresult CUDAAPI fake_cuStreamCreateWithPriority(CUstream* s, unsigned int flags
   *s = reinterpret_cast<CUstream>(fs);
   return CUDA_SUCCESS;
 }
+// A framework's stream (bench_capture's foreign rows).
+CUresult CUDAAPI fake_cuStreamCreate(CUstream* s, unsigned int flags) {
+  return fake_cuStreamCreateWithPriority(s, flags, 0);
+}
 CUresult CUDAAPI fake_cuStreamDestroy(CUstream s) {
   std::lock_guard<std::recursive_mutex> lock(mutex);
   FakeStream* fs = stream_of(s);
@@ -670,6 +674,7 @@ const Entry served[] = {
     FAKE_ENTRY(cuCtxSynchronize, 2000),
     FAKE_ENTRY(cuCtxGetStreamPriorityRange, 5050),
     FAKE_ENTRY(cuMemGetInfo, 3020),
+    FAKE_ENTRY(cuStreamCreate, 2000),
     FAKE_ENTRY(cuStreamCreateWithPriority, 5050),
     FAKE_ENTRY(cuStreamDestroy, 4000),
     FAKE_ENTRY(cuStreamGetPriority, 5050),
