@@ -1051,7 +1051,8 @@ class CachingResource final : public Adaptor,
         give_back(b.ptr, b.size);
         cached -= b.size;
       } else {
-        b.key = kAnyStream;
+        b.key = kAnyStream;  // no pending work, and no mark to wait for
+        b.mark = 0;
         central_.small.push(b);
         central_.small_cached += b.size;
       }

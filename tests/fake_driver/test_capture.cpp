@@ -729,6 +729,36 @@ TEST_F(Capture, FreesWhereAForeignStreamWasRememberedAreCoveredAtItsNextAllocati
   cumem_resource_release(pool);
 }
 
+// A trim that keeps an uncovered block (freed where its foreign stream was
+// only remembered) waited for the device: the block then serves any stream.
+TEST_F(Capture, AnUncoveredBlockATrimKeepsServesAnyStream) {
+  cumem_resource_t* pool = nullptr;
+  cumem_resource_t* cache = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, nullptr, &pool));
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(pool, &cache));
+  CUstream foreign = nullptr;
+  ASSERT_EQ(fake.stream_create(&foreign, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+  cumem_stream_t* wrapped = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_wrap(device, foreign, &wrapped));
+  cumem_buffer_t* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(cache, 4096, wrapped, &b));
+  void* freed = nullptr;
+  CUMEM_ASSERT_OK(cumem_buffer_ptr(b, &freed));
+  cumem_buffer_release(b);  // on the remembered stream: not covered
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, uint64_t{1} << 30));
+  fake.reset_calls();
+  void* p = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate_raw(cache, 4096, stream, &p));
+  EXPECT_EQ(p, freed) << "kept by the trim, the block serves another stream";
+  EXPECT_EQ(fake.calls("cuStreamWaitEvent") + fake.calls("cuCtxSynchronize"), 0)
+      << "with no order to wait for";
+  CUMEM_ASSERT_OK(cumem_resource_deallocate_raw(cache, p, 4096, stream));
+  cumem_stream_release(wrapped);
+  ASSERT_EQ(fake.stream_destroy(foreign), CUDA_SUCCESS);
+  cumem_resource_release(cache);
+  cumem_resource_release(pool);
+}
+
 // The same when the free's stream is remembered, not handed in (a buffer
 // released without a stream, whose wrapped stream's owner destroyed it
 // first): the free queues nothing on it, and its block serves no other
