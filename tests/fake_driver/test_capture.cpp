@@ -686,6 +686,54 @@ TEST_F(Capture, SmallFreesOnAForeignStreamRecordItsMarkerEverySixteenth) {
   cumem_resource_release(pool);
 }
 
+// Threads freeing on one foreign stream and allocating on another share
+// the marker's counts without a lock between records: no block is handed
+// to the other stream without a wait for a record that covers it, and none
+// waits for the device (run under ThreadSanitizer too).
+TEST_F(Capture, ThreadsShareAForeignStreamsMarker) {
+  cumem_resource_t* pool = nullptr;
+  cumem_resource_t* cache = nullptr;
+  CUMEM_ASSERT_OK(cumem_device_resource_create(device, nullptr, &pool));
+  CUMEM_ASSERT_OK(cumem_caching_resource_create(pool, &cache));
+  CUstream foreign = nullptr;
+  ASSERT_EQ(fake.stream_create(&foreign, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+  cumem_stream_t* wrapped = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_wrap(device, foreign, &wrapped));
+  cumem_caching_statistics_t before = CUMEM_CACHING_STATISTICS_INIT;
+  CUMEM_ASSERT_OK(cumem_caching_resource_get_statistics(cache, &before));
+  fake.reset_calls();
+  constexpr int kThreads = 4, kRounds = 2000;
+  std::vector<std::thread> threads;
+  std::vector<int> failures(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRounds; ++i) {
+        void* p = nullptr;
+        void* q = nullptr;
+        failures[t] += cumem_resource_allocate_raw(cache, 512, wrapped, &p) != CUMEM_SUCCESS;
+        failures[t] += cumem_resource_deallocate_raw(cache, p, 512, wrapped) != CUMEM_SUCCESS;
+        failures[t] += cumem_resource_allocate_raw(cache, 512, stream, &q) != CUMEM_SUCCESS;
+        failures[t] += cumem_resource_deallocate_raw(cache, q, 512, stream) != CUMEM_SUCCESS;
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures, std::vector<int>(kThreads, 0));
+  cumem_caching_statistics_t after = CUMEM_CACHING_STATISTICS_INIT;
+  CUMEM_ASSERT_OK(cumem_caching_resource_get_statistics(cache, &after));
+  const uint64_t reuses = after.stream_reuses - before.stream_reuses;
+  EXPECT_GT(reuses, 0u) << "blocks moved between the streams";
+  EXPECT_EQ(fake.calls("cuCtxSynchronize"), 0) << "never a wait for the device";
+  // Each reuse on the foreign stream of a block freed on `stream` records
+  // an event there; each on `stream` of a foreign block waits for the
+  // marker; the marker itself is recorded about every 16th foreign free.
+  EXPECT_EQ(fake.calls("cuStreamWaitEvent"), reuses);
+  EXPECT_LE(fake.calls("cuEventRecord"), reuses + kThreads * kRounds / 16 + kThreads);
+  cumem_stream_release(wrapped);
+  ASSERT_EQ(fake.stream_destroy(foreign), CUDA_SUCCESS);
+  cumem_resource_release(cache);
+  cumem_resource_release(pool);
+}
+
 // Frees where a foreign stream was only remembered (buffers released
 // without a stream, as CuPy frees) record nothing on it; the next
 // allocation on it (handed in, so alive) covers them once kMarkEvery are
