@@ -707,13 +707,15 @@ TEST_F(Capture, ThreadsShareAForeignStreamsMarker) {
   std::vector<int> failures(kThreads, 0);
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
+      // Every block is freed on the foreign stream; those the other
+      // stream takes are reuses across streams.
       for (int i = 0; i < kRounds; ++i) {
         void* p = nullptr;
         void* q = nullptr;
         failures[t] += cumem_resource_allocate_raw(cache, 512, wrapped, &p) != CUMEM_SUCCESS;
-        failures[t] += cumem_resource_deallocate_raw(cache, p, 512, wrapped) != CUMEM_SUCCESS;
         failures[t] += cumem_resource_allocate_raw(cache, 512, stream, &q) != CUMEM_SUCCESS;
-        failures[t] += cumem_resource_deallocate_raw(cache, q, 512, stream) != CUMEM_SUCCESS;
+        failures[t] += cumem_resource_deallocate_raw(cache, p, 512, wrapped) != CUMEM_SUCCESS;
+        failures[t] += cumem_resource_deallocate_raw(cache, q, 512, wrapped) != CUMEM_SUCCESS;
       }
     });
   for (std::thread& t : threads) t.join();
@@ -723,11 +725,11 @@ TEST_F(Capture, ThreadsShareAForeignStreamsMarker) {
   const uint64_t reuses = after.stream_reuses - before.stream_reuses;
   EXPECT_GT(reuses, 0u) << "blocks moved between the streams";
   EXPECT_EQ(fake.calls("cuCtxSynchronize"), 0) << "never a wait for the device";
-  // Each reuse on the foreign stream of a block freed on `stream` records
-  // an event there; each on `stream` of a foreign block waits for the
-  // marker; the marker itself is recorded about every 16th foreign free.
+  // Each reuse waits for the marker, which is recorded about every 16th
+  // free (more often when threads pass the count together: the bound is
+  // loose; a record per free would pass it eight times).
   EXPECT_EQ(fake.calls("cuStreamWaitEvent"), reuses);
-  EXPECT_LE(fake.calls("cuEventRecord"), reuses + kThreads * kRounds / 16 + kThreads);
+  EXPECT_LE(fake.calls("cuEventRecord"), kThreads * kRounds * 2 / 8);
   cumem_stream_release(wrapped);
   ASSERT_EQ(fake.stream_destroy(foreign), CUDA_SUCCESS);
   cumem_resource_release(cache);
