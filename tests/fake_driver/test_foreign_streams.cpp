@@ -1,0 +1,250 @@
+// The caching adaptor on streams libcumem did not make (a framework's:
+// PyTorch's side streams, CuPy's, any wrapped CUstream), on the fake
+// capturing driver (fake_capture_driver.cpp, named in $CUMEM_LIBCUDA), which
+// counts every driver call and every record on a destroyed stream. Such a
+// stream may be destroyed while the cache holds blocks freed on it, so the
+// cache never queues work on it later than the call that named it: a block
+// freed there is reused on another stream after a record of the stream's
+// free marker that covers its free (Stream::mark_free). Large frees record
+// at once, small ones every 16th free.
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "capture_fixture.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using capture_test::Capture;
+
+// A caching adaptor over a pool, and a foreign stream made with the
+// driver and wrapped (`wrapped`), beside the fixture's libcumem stream.
+class ForeignStream : public Capture {
+ protected:
+  void SetUp() override {
+    Capture::SetUp();
+    if (HasFatalFailure()) return;
+    CUMEM_ASSERT_OK(cumem_device_resource_create(device, nullptr, &pool));
+    CUMEM_ASSERT_OK(cumem_caching_resource_create(pool, &cache));
+    ASSERT_EQ(fake.stream_create(&foreign, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+    CUMEM_ASSERT_OK(cumem_stream_wrap(device, foreign, &wrapped));
+  }
+  void TearDown() override {
+    destroy_foreign();
+    cumem_resource_release(cache);
+    cumem_resource_release(pool);
+    Capture::TearDown();
+  }
+  // The owner destroys its stream (the wrapper goes first).
+  void destroy_foreign() {
+    cumem_stream_release(wrapped);
+    wrapped = nullptr;
+    if (foreign) {
+      EXPECT_EQ(fake.stream_destroy(foreign), CUDA_SUCCESS);
+    }
+    foreign = nullptr;
+  }
+  void* allocate(size_t size, cumem_stream_t* on) {
+    void* p = nullptr;
+    EXPECT_EQ(cumem_resource_allocate_raw(cache, size, on, &p), CUMEM_SUCCESS)
+        << cumem_last_error_message();
+    return p;
+  }
+  void deallocate(void* p, size_t size, cumem_stream_t* on) {
+    EXPECT_EQ(cumem_resource_deallocate_raw(cache, p, size, on), CUMEM_SUCCESS)
+        << cumem_last_error_message();
+  }
+  // Buffers allocated on `on`, then freed without a stream: on their own
+  // (remembered) stream. Returns their addresses.
+  std::vector<void*> release_buffers(size_t count, size_t size, cumem_stream_t* on) {
+    std::vector<cumem_buffer_t*> buffers(count);
+    std::vector<void*> at;
+    for (cumem_buffer_t*& b : buffers) {
+      EXPECT_EQ(cumem_resource_allocate(cache, size, on, &b), CUMEM_SUCCESS);
+      void* p = nullptr;
+      EXPECT_EQ(cumem_buffer_ptr(b, &p), CUMEM_SUCCESS);
+      at.push_back(p);
+    }
+    for (cumem_buffer_t* b : buffers) cumem_buffer_release(b);
+    return at;
+  }
+  cumem_caching_statistics_t statistics() {
+    cumem_caching_statistics_t st = CUMEM_CACHING_STATISTICS_INIT;
+    EXPECT_EQ(cumem_caching_resource_get_statistics(cache, &st), CUMEM_SUCCESS);
+    return st;
+  }
+  // Driver calls that order a reuse: a wait for an event, or for the device.
+  int waits() { return fake.calls("cuStreamWaitEvent") + fake.calls("cuCtxSynchronize"); }
+
+  cumem_resource_t* pool = nullptr;
+  cumem_resource_t* cache = nullptr;
+  CUstream foreign = nullptr;
+  cumem_stream_t* wrapped = nullptr;
+};
+
+bool contains(const std::vector<void*>& v, void* p) {
+  return std::find(v.begin(), v.end(), p) != v.end();
+}
+
+// The owner destroys its stream while the cache holds blocks freed on it:
+// their reuse on another stream never touches the dead stream (found on the
+// H200 with CuPy: cuEventRecord on it crashed); it waits for a record of the
+// stream's free marker made while the stream was named. A large piece's
+// free records at once; sixteen small frees take one record.
+TEST_F(ForeignStream, ABlockFreedOnAStreamThatIsGoneIsReusedSafely) {
+  const size_t large = size_t{8} << 20;
+  void* p = allocate(large, wrapped);
+  fake.reset_calls();
+  deallocate(p, large, wrapped);
+  EXPECT_EQ(fake.calls("cuEventRecord"), 1) << "a large piece's free records the marker";
+  // Reused on the same stream: no order needed while it lives.
+  void* again = allocate(large, wrapped);
+  EXPECT_EQ(again, p);
+  deallocate(again, large, wrapped);
+  std::vector<void*> small(16);
+  for (void*& q : small) q = allocate(4096, wrapped);
+  fake.reset_calls();
+  for (void* q : small) deallocate(q, 4096, wrapped);
+  EXPECT_EQ(fake.calls("cuEventRecord"), 1) << "16 small frees, one record";
+  destroy_foreign();
+  fake.reset_calls();
+  const cumem_caching_statistics_t before = statistics();
+  deallocate(allocate(large, stream), large, stream);
+  void* reused = allocate(4096, stream);
+  EXPECT_TRUE(contains(small, reused)) << "a small block, reused";
+  deallocate(reused, 4096, stream);
+  const cumem_caching_statistics_t after = statistics();
+  EXPECT_EQ(after.stream_reuses - before.stream_reuses, 2u) << "both blocks served the other stream";
+  EXPECT_EQ(after.misses, before.misses) << "with no new memory";
+  EXPECT_EQ(fake.calls("cuEventRecord on a destroyed stream"), 0);
+  EXPECT_EQ(fake.calls("cuStreamWaitEvent"), 2) << "each reuse waits for the marker";
+  EXPECT_EQ(fake.calls("cuCtxSynchronize"), 0) << "and not for the device";
+}
+
+// A pair of small blocks on a foreign stream costs a driver call only every
+// kMarkEvery frees; a block its last record does not cover is not reused on
+// another stream (no wait for the device either) until a later record
+// covers it.
+TEST_F(ForeignStream, SmallFreesRecordTheMarkerEverySixteenth) {
+  fake.reset_calls();
+  for (int i = 0; i < 160; ++i) deallocate(allocate(256, wrapped), 256, wrapped);
+  EXPECT_EQ(fake.calls("cuEventRecord"), 10) << "160 pairs, a record every 16th free";
+  EXPECT_EQ(waits(), 0);
+  // One more free: not covered (the 160th was recorded).
+  void* uncovered = allocate(256, wrapped);
+  deallocate(uncovered, 256, wrapped);
+  fake.reset_calls();
+  void* other = allocate(256, stream);
+  EXPECT_NE(other, uncovered) << "another stream does not take the uncovered block";
+  EXPECT_EQ(waits(), 0);
+  // Fifteen more frees (of another size class) on the foreign stream: the
+  // sixteenth uncovered one records, covering the first.
+  std::vector<void*> more(15);
+  for (void*& q : more) q = allocate(4096, wrapped);
+  for (void* q : more) deallocate(q, 4096, wrapped);
+  EXPECT_EQ(fake.calls("cuEventRecord"), 1);
+  void* covered = allocate(256, stream);
+  EXPECT_EQ(covered, uncovered) << "covered now, it serves another stream";
+  EXPECT_EQ(fake.calls("cuStreamWaitEvent"), 1) << "after the marker";
+  EXPECT_EQ(fake.calls("cuCtxSynchronize"), 0);
+  deallocate(covered, 256, stream);
+  deallocate(other, 256, stream);
+}
+
+// Threads freeing on one foreign stream and allocating on another share the
+// marker's counts without a lock between records: no block is handed to the
+// other stream without a wait for a record that covers it, and none waits
+// for the device (run under ThreadSanitizer too).
+TEST_F(ForeignStream, ThreadsShareTheMarker) {
+  const cumem_caching_statistics_t before = statistics();
+  fake.reset_calls();
+  constexpr int kThreads = 4, kRounds = 2000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      // Every block is freed on the foreign stream; those the other
+      // stream takes are reuses across streams.
+      for (int i = 0; i < kRounds; ++i) {
+        void* p = allocate(512, wrapped);
+        void* q = allocate(512, stream);
+        deallocate(p, 512, wrapped);
+        deallocate(q, 512, wrapped);
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  const uint64_t reuses = statistics().stream_reuses - before.stream_reuses;
+  EXPECT_GT(reuses, 0u) << "blocks moved between the streams";
+  EXPECT_EQ(fake.calls("cuCtxSynchronize"), 0) << "never a wait for the device";
+  // Each reuse waits for the marker, which is recorded about every 16th
+  // free (more often when threads pass the count together: the bound is
+  // loose; a record per free would pass it eight times).
+  EXPECT_EQ(fake.calls("cuStreamWaitEvent"), reuses);
+  EXPECT_LE(fake.calls("cuEventRecord"), kThreads * kRounds * 2 / 8);
+}
+
+// Frees where a foreign stream was only remembered (buffers released
+// without a stream, as CuPy frees) record nothing on it; the next
+// allocation on it (named, so alive) covers them once kMarkEvery are
+// uncovered, and their blocks then serve other streams after the marker.
+TEST_F(ForeignStream, FreesWhereItWasRememberedAreCoveredAtItsNextAllocation) {
+  fake.reset_calls();
+  const std::vector<void*> freed = release_buffers(16, 4096, wrapped);
+  EXPECT_EQ(fake.calls("cuEventRecord"), 0) << "nothing queued where the stream was remembered";
+  void* fresh = allocate(4096, stream);
+  EXPECT_FALSE(contains(freed, fresh)) << "not covered yet";
+  EXPECT_EQ(waits(), 0);
+  fake.reset_calls();
+  void* on_foreign = allocate(65536, wrapped);  // a class the cache holds none of
+  EXPECT_EQ(fake.calls("cuEventRecord"), 1) << "the allocation on the stream records its marker";
+  void* p = allocate(4096, stream);
+  EXPECT_TRUE(contains(freed, p)) << "covered, it serves";
+  EXPECT_EQ(fake.calls("cuStreamWaitEvent"), 1);
+  EXPECT_EQ(fake.calls("cuCtxSynchronize"), 0);
+  deallocate(p, 4096, stream);
+  deallocate(fresh, 4096, stream);
+  deallocate(on_foreign, 65536, wrapped);
+}
+
+// A trim that keeps an uncovered block waited for the device: the block
+// then serves any stream, with nothing to wait for.
+TEST_F(ForeignStream, AnUncoveredBlockATrimKeepsServesAnyStream) {
+  void* freed = release_buffers(1, 4096, wrapped)[0];  // not covered
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, uint64_t{1} << 30));
+  fake.reset_calls();
+  void* p = allocate(4096, stream);
+  EXPECT_EQ(p, freed) << "kept by the trim, the block serves another stream";
+  EXPECT_EQ(waits(), 0) << "with no order to wait for";
+  deallocate(p, 4096, stream);
+}
+
+// A buffer released (on its remembered stream) after the stream's owner
+// destroyed it: the free queues nothing on it, and its block serves no
+// other stream (no record will cover it) until the cache gives it back,
+// after a wait for the device.
+TEST_F(ForeignStream, ABufferReleasedAfterItsStreamIsGoneNeverTouchesIt) {
+  cumem_buffer_t* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(cache, 4096, wrapped, &b));
+  void* freed = nullptr;
+  CUMEM_ASSERT_OK(cumem_buffer_ptr(b, &freed));
+  destroy_foreign();
+  fake.reset_calls();
+  // The capture question's error on the buffer's stream says it is gone;
+  // nothing is recorded on it.
+  cumem_buffer_release(b);
+  EXPECT_EQ(fake.calls("cuEventRecord"), 0);
+  void* p = allocate(4096, stream);
+  EXPECT_NE(p, freed) << "the uncovered block serves no other stream";
+  EXPECT_EQ(fake.calls("cuEventRecord on a destroyed stream"), 0);
+  EXPECT_EQ(fake.calls("cuCtxSynchronize"), 0);
+  deallocate(p, 4096, stream);
+  CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
+  EXPECT_EQ(fake.calls("cuEventRecord on a destroyed stream"), 0);
+  EXPECT_GE(fake.calls("cuCtxSynchronize"), 1) << "given back after a wait for the device";
+  EXPECT_EQ(statistics().bytes_cached, 0u) << "nothing stays cached";
+}
+
+}  // namespace
