@@ -7,8 +7,8 @@
 // calls, around every unsafe call), and the framework entry points' pair
 // on a stream (which asks at the allocation and at the free) against the
 // legacy default stream (which asks nothing), and on a stream made with
-// cuStreamCreate (a framework's, foreign to libcumem: each free records an
-// event), beside the cached raw pair these costs compare with (through a
+// cuStreamCreate (a framework's, foreign to libcumem: a large block's free
+// records an event, a small block's every 16th), beside the cached raw pair these costs compare with (through a
 // libcumem stream handle, and through the native handles the entry points
 // take). Run: build/bench/bench_capture (skips without
 // a GPU). The README's "CUDA graphs" section reads its numbers from here.
@@ -203,9 +203,10 @@ void cumem_cached_pair_native_on_stream(benchmark::State& state) {
 void cumem_cached_pair_native_on_legacy_stream(benchmark::State& state) {
   cumem_cached_pair_native(state, nullptr);
 }
-// On a stream libcumem did not make (a framework's): each free records the
-// stream's free marker (an event), since the stream may be destroyed by its
-// owner before a block freed on it is reused on another.
+// On a stream libcumem did not make (a framework's): frees record the
+// stream's free marker (an event: a large block's at once, small blocks'
+// every 16th), since the stream may be destroyed by its owner before a
+// block freed on it is reused on another.
 bool foreign_usable(benchmark::State& state) {
   if (!usable(state)) return false;
   if (setup().foreign) return true;
