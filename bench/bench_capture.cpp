@@ -8,10 +8,10 @@
 // on a stream (which asks at the allocation and at the free) against the
 // legacy default stream (which asks nothing), and on a stream made with
 // cuStreamCreate (a framework's, foreign to libcumem: a large block's free
-// records an event, a small block's every 16th), beside the cached raw pair these costs compare with (through a
-// libcumem stream handle, and through the native handles the entry points
-// take). Run: build/bench/bench_capture (skips without
-// a GPU). The README's "CUDA graphs" section reads its numbers from here.
+// records an event, a small block's every 16th), beside the cached raw pair
+// these costs compare with (through a libcumem stream handle, and through
+// the native handles the entry points take). Run: build/bench/bench_capture
+// (skips without a GPU). The README's "CUDA graphs" section reads its numbers from here.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
