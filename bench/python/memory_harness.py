@@ -162,6 +162,23 @@ class Allocator:
     def peak_in_use_since_start(self):
         return self.peak_in_use() - self.baseline_in_use
 
+    def held_by_libcumem(self):
+        """At this moment, for a libcumem allocator: what the framework
+        resource's stack holds, as (the caching adaptor's bytes reserved,
+        the driver pools' reservation under it, the pools' bytes in use);
+        None for the others."""
+        if not self.libcumem:
+            return None
+        from cumem._snapshot import statistics_json
+        cache, pools, used = 0, 0, 0
+        for r in statistics_json(self._resource())["resources"]:
+            if "caching" in r:
+                cache += r["caching"]["bytes_reserved"]
+            if "pool" in r:
+                pools += r["pool"]["reserved_mem_current"]
+                used += r["pool"]["used_mem_current"]
+        return cache, pools, used
+
     def details(self):
         d = {}
         if self.requested:
@@ -225,6 +242,7 @@ def run_child(workload, allocator_name, steps, warmup, seed):
     taken = allocator.taken()
     peak = allocator.peak_in_use_since_start()
     first = allocator.details().get("caching")
+    held_first = allocator.held_by_libcumem()
     # The same training once more in this process: it must end where the
     # first one did (nothing kept growing).
     steps_per_s_second, end_second = train(allocator, workload, shapes, warmup)
@@ -232,6 +250,9 @@ def run_child(workload, allocator_name, steps, warmup, seed):
               "steps_per_s": steps_per_s, "steps_per_s_second": steps_per_s_second,
               "taken": taken, "peak_in_use": peak,
               "end_first": end_first, "end_second": end_second}
+    if held_first:
+        result["held_first"] = held_first
+        result["held_second"] = allocator.held_by_libcumem()
     result.update(allocator.details())
     if first:
         result["caching_first"] = first
@@ -282,6 +303,15 @@ def print_training_table(rows):
         if "allocated_peak" in r:
             print(f"{r['allocator']}: peak asked for {r['peak_in_use'] / GiB:.3f} GiB, "
                   f"peak of whole blocks handed out {r['allocated_peak'] / GiB:.3f} GiB")
+    for r in rows:
+        if "held_first" in r:
+            # Where a libcumem stack's memory is at the end of each run: the
+            # cache's own bytes, and what the driver pools under it reserved
+            # (a pool takes the device's memory in chunks of its own).
+            (c1, p1, u1), (c2, p2, u2) = r["held_first"], r["held_second"]
+            print(f"{r['allocator']}: end of run 1 / run 2: cache reserved {c1 / GiB:.3f} / "
+                  f"{c2 / GiB:.3f} GiB; pools under it reserved {p1 / MiB:.1f} / {p2 / MiB:.1f} "
+                  f"MiB, of which in use {u1 / MiB:.1f} / {u2 / MiB:.1f} MiB")
     mapped = [r for r in rows if "caching" in r and r["caching"].get("pages_mapped")]
     for r in mapped:
         c = r["caching"]
