@@ -93,6 +93,12 @@ std::shared_ptr<FreeMarker> marker_for(CUstream native, const Ref<Device>& devic
 
 namespace {
 
+// Frees marked since the last record (read without the lock: a hint, and
+// exact under it).
+uint64_t uncovered(const FreeMarker& m) {
+  return m.frees.load(std::memory_order_relaxed) - m.covered.load(std::memory_order_relaxed);
+}
+
 // Under the marker's lock, on its stream (handed in: alive): records the
 // marker, covering every free marked so far. Throws on a driver failure.
 void record_free_marker(FreeMarker& m, const Stream& stream) {
@@ -124,14 +130,10 @@ uint64_t Stream::mark_free(bool handed_in, bool eager) const {
 
 void Stream::cover_frees() const noexcept {
   FreeMarker& m = *marker_;
-  if (m.frees.load(std::memory_order_relaxed) - m.covered.load(std::memory_order_relaxed) <
-      kMarkEvery)
-    return;
+  if (uncovered(m) < kMarkEvery) return;
   try {
     std::lock_guard<std::mutex> lock(m.mutex);
-    if (m.frees.load(std::memory_order_relaxed) - m.covered.load(std::memory_order_relaxed) >=
-        kMarkEvery)
-      record_free_marker(m, *this);
+    if (uncovered(m) >= kMarkEvery) record_free_marker(m, *this);
   } catch (...) {
     // Not covered: the blocks wait for a later record (or a trim).
     log::swallowed("recording a foreign stream's free marker at an allocation on it");

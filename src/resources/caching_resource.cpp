@@ -537,7 +537,6 @@ class CachingResource final : public Adaptor,
         // No marker: the block's work is waited for now, and it has none.
         wait_before_free(device_.get(), stream);
         key = kAnyStream;
-        mark = 0;
       }
     }
     deallocate(shards_[thread_shard().index], Block{ptr, rounded, key, mark}, stream);
