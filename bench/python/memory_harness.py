@@ -162,22 +162,20 @@ class Allocator:
     def peak_in_use_since_start(self):
         return self.peak_in_use() - self.baseline_in_use
 
-    def held_by_libcumem(self):
-        """At this moment, for a libcumem allocator: what the framework
-        resource's stack holds, as (the caching adaptor's bytes reserved,
-        the driver pools' reservation under it, the pools' bytes in use);
-        None for the others."""
+    def pools_under(self):
+        """At this moment, for a libcumem allocator: the driver pools in the
+        framework resource's stack, as (their reservation, their bytes in
+        use); None for the others. (The cache's own bytes reserved are in
+        details()' caching statistics.)"""
         if not self.libcumem:
             return None
-        from cumem._snapshot import statistics_json
-        cache, pools, used = 0, 0, 0
-        for r in statistics_json(self._resource())["resources"]:
-            if "caching" in r:
-                cache += r["caching"]["bytes_reserved"]
+        import cumem
+        reserved, used = 0, 0
+        for r in cumem.statistics_json(self._resource())["resources"]:
             if "pool" in r:
-                pools += r["pool"]["reserved_mem_current"]
+                reserved += r["pool"]["reserved_mem_current"]
                 used += r["pool"]["used_mem_current"]
-        return cache, pools, used
+        return reserved, used
 
     def details(self):
         d = {}
@@ -242,7 +240,7 @@ def run_child(workload, allocator_name, steps, warmup, seed):
     taken = allocator.taken()
     peak = allocator.peak_in_use_since_start()
     first = allocator.details().get("caching")
-    held_first = allocator.held_by_libcumem()
+    pools_first = allocator.pools_under()
     # The same training once more in this process: it must end where the
     # first one did (nothing kept growing).
     steps_per_s_second, end_second = train(allocator, workload, shapes, warmup)
@@ -250,9 +248,9 @@ def run_child(workload, allocator_name, steps, warmup, seed):
               "steps_per_s": steps_per_s, "steps_per_s_second": steps_per_s_second,
               "taken": taken, "peak_in_use": peak,
               "end_first": end_first, "end_second": end_second}
-    if held_first:
-        result["held_first"] = held_first
-        result["held_second"] = allocator.held_by_libcumem()
+    if pools_first:
+        result["pools_first"] = pools_first
+        result["pools_second"] = allocator.pools_under()
     result.update(allocator.details())
     if first:
         result["caching_first"] = first
@@ -304,11 +302,13 @@ def print_training_table(rows):
             print(f"{r['allocator']}: peak asked for {r['peak_in_use'] / GiB:.3f} GiB, "
                   f"peak of whole blocks handed out {r['allocated_peak'] / GiB:.3f} GiB")
     for r in rows:
-        if "held_first" in r:
+        if "pools_first" in r and "caching" in r and "caching_first" in r:
             # Where a libcumem stack's memory is at the end of each run: the
             # cache's own bytes, and what the driver pools under it reserved
             # (a pool takes the device's memory in chunks of its own).
-            (c1, p1, u1), (c2, p2, u2) = r["held_first"], r["held_second"]
+            (p1, u1), (p2, u2) = r["pools_first"], r["pools_second"]
+            c1 = r["caching_first"]["bytes_reserved"]
+            c2 = r["caching"]["bytes_reserved"]
             print(f"{r['allocator']}: end of run 1 / run 2: cache reserved {c1 / GiB:.3f} / "
                   f"{c2 / GiB:.3f} GiB; pools under it reserved {p1 / MiB:.1f} / {p2 / MiB:.1f} "
                   f"MiB, of which in use {u1 / MiB:.1f} / {u2 / MiB:.1f} MiB")
