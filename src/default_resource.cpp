@@ -75,12 +75,6 @@ Ref<Resource> device_memory_resource(const Device& device) {
   return slot.fallback;
 }
 
-bool device_memory_resource_is_default(const Device& device) {
-  Slot& slot = slot_of(device);
-  std::lock_guard<std::mutex> lock(slot.mutex);
-  return !slot.chosen;
-}
-
 void set_device_memory_resource(const Device& device, Ref<Resource> resource) {
   if (resource)
     check_resource_for_device(*resource, device.ordinal(), "the device's memory resource");

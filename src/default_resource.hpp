@@ -17,8 +17,6 @@ Ref<Resource> device_memory_resource(const Device& device);
 // Sets it; null goes back to the default. Refuses what
 // check_resource_for_device refuses.
 void set_device_memory_resource(const Device& device, Ref<Resource> resource);
-// Whether it is the default one (none set, or set back to null).
-bool device_memory_resource_is_default(const Device& device);
 // Changes whenever the device's memory resource is set (0 before): lets a
 // cache of it (the framework entry points') see a change with one load.
 uint64_t device_memory_resource_version(int ordinal) noexcept;

@@ -205,7 +205,7 @@ std::shared_ptr<const AllocConf> current_conf(uint64_t& generation) {
 
 // An expandable cache over `upstream` whose pages are made with the POSIX
 // fd handle type where the device has it (as PyTorch's expandable
-// segments), so that its large blocks can be shared with other processes
+// segments), so that its blocks can be shared with other processes
 // (torch.multiprocessing); else one without.
 Ref<Resource> create_shareable_pages_cache(const Ref<Resource>& upstream, CachingOptions caching) {
   caching.handle_types = vmm::kHandlePosixFd;
@@ -219,40 +219,6 @@ Ref<Resource> create_shareable_pages_cache(const Ref<Resource>& upstream, Cachin
   }
   caching.handle_types = 0;
   return create_caching_resource(upstream, caching);
-}
-
-// The upstream of the framework's expandable cache over the device's
-// default memory resource (its default pool, which cannot share): a pool
-// of the framework's own made IPC-enabled, so that the cache's small blocks
-// (the upstream's allocations) can be shared with other processes
-// (torch.multiprocessing) as its large blocks are. A memory resource the
-// user set stays as it is; so does the default where no such pool can be
-// made.
-Ref<Resource> shareable_upstream(int device, Ref<Resource> upstream) {
-  Ref<Device> d = Device::get(device);
-  if (!upstream || !device_memory_resource_is_default(*d)) return upstream;
-  PoolOptions pool;
-  pool.use_default_pool = false;
-  pool.ipc_enabled = true;
-  try {
-    return create_device_resource(d, pool);
-  } catch (const Error& e) {
-    if (log::enabled(log::Level::info))
-      log::write(log::Level::info, "the framework's expandable cache of device " +
-                                       std::to_string(device) + " stays over " +
-                                       upstream->describe() + " (its small blocks cannot be "
-                                       "shared): no IPC-enabled pool: " + e.what());
-    return upstream;
-  }
-}
-
-// The framework's expandable cache (`caching.expandable` set) over `r`:
-// every block shareable (its pages, and where `r` is the device's default
-// resource an IPC-enabled pool of its own for the small blocks).
-Ref<Resource> create_shareable_cache(const AllocConf& conf, int device, const Ref<Resource>& r,
-                                     const CachingOptions& caching) {
-  const bool plain_upstream = !conf.managed && !conf.own_pool;
-  return create_shareable_pages_cache(plain_upstream ? shareable_upstream(device, r) : r, caching);
 }
 
 // The default for `device` as `conf` says, over `upstream` (the device's
@@ -277,7 +243,7 @@ Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upst
     CachingOptions caching;
     caching.expandable = true;
     try {
-      r = create_shareable_cache(conf, device, r, caching);
+      r = create_shareable_pages_cache(r, caching);
     } catch (const Error& e) {
       if (e.status() != Status::not_supported) throw;
       if (log::enabled(log::Level::info))
@@ -289,7 +255,7 @@ Ref<Resource> make_default(const AllocConf& conf, int device, Ref<Resource> upst
     CachingOptions caching;
     caching.expandable = conf.expandable;
     caching.page_size = conf.page_size;
-    r = conf.expandable ? create_shareable_cache(conf, device, r, caching)
+    r = conf.expandable ? create_shareable_pages_cache(r, caching)
                         : create_caching_resource(std::move(r), caching);
   }
   // Above the cache: it caps what the framework's allocations hold, and an

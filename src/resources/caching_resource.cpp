@@ -52,7 +52,13 @@
 //   back (trim, release_cached, out of memory), after a wait for the device;
 //   before new pages, free fragments' pages are recycled once known done
 //   (recycle_fragments: no device wait while the cache stays within 1 % of
-//   its high-water mark). The upstream serves the small blocks only.
+//   its high-water mark). Small blocks are pieces of ranges of their own
+//   (small_pages_: pages of the smaller size, 2 MiB by default), carved
+//   where a small miss finds no cached block and cached by size class as in
+//   the plain cache; the cache gives memory back by merging them there and
+//   unmapping the whole pages free. (Allocations of their own from a driver
+//   pool, as before, took the pool's 32 MiB growth step for a few MiB of
+//   small blocks.) The upstream serves the capture pools only.
 #include "caching_resource.hpp"
 
 #include <unistd.h>
@@ -165,6 +171,7 @@ class CachingResource final : public Adaptor,
     auto expandable = std::make_unique<ExpandableSegments>(*pages_);
     expandable_ = expandable.get();
     central_.segments = std::move(expandable);
+    small_pages_ = std::make_unique<ExpandableSegments>(*pages_);
   }
   ~CachingResource() override {
     try {
@@ -186,11 +193,11 @@ class CachingResource final : public Adaptor,
         log::swallowed("giving the capture pools' memory back to the upstream resource");
       }
     }
-    if (expandable_ && expandable_->in_use_bytes() != 0)
+    if (expandable_ && expandable_->in_use_bytes() + small_pages_->in_use_bytes() != 0)
       log::write(log::Level::warning,
-                 describe() + " was destroyed with " + describe_bytes(expandable_->in_use_bytes()) +
-                     " of large blocks still allocated: their pages stay mapped until the "
-                     "process ends");
+                 describe() + " was destroyed with " +
+                     describe_bytes(expandable_->in_use_bytes() + small_pages_->in_use_bytes()) +
+                     " of blocks still allocated: their pages stay mapped until the process ends");
   }
   std::string describe() const override {
     if (!expandable_) return "caching over " + upstream().describe();
@@ -221,8 +228,9 @@ class CachingResource final : public Adaptor,
       c.recycles = central_.recycles;
       c.recycle_waits = central_.recycle_waits;
       if (expandable_) {
-        c.pages_mapped = expandable_->pages_mapped();
-        c.pages_unmapped = expandable_->pages_unmapped();
+        c.bytes_cached += small_pages_->free_bytes();
+        c.pages_mapped = expandable_->pages_mapped() + small_pages_->pages_mapped();
+        c.pages_unmapped = expandable_->pages_unmapped() + small_pages_->pages_unmapped();
       }
     }
     {
@@ -292,7 +300,7 @@ class CachingResource final : public Adaptor,
     Adaptor::set_peer_access(peer, read_write);
     try {
       std::lock_guard<std::mutex> lock(central_.mutex);
-      expandable_->set_peer_access(peer.ordinal(), read_write);  // all ranges or none
+      set_pages_access(peer.ordinal(), read_write);  // all ranges or none
     } catch (...) {
       try {
         Adaptor::set_peer_access(peer, upstream_before);
@@ -308,7 +316,7 @@ class CachingResource final : public Adaptor,
     bool pages = false;
     {
       std::lock_guard<std::mutex> lock(central_.mutex);
-      pages = expandable_->peer_access(peer.ordinal());
+      pages = expandable_->peer_access(peer.ordinal()) && small_pages_->peer_access(peer.ordinal());
     }
     return pages && Adaptor::peer_access(peer);
   }
@@ -329,6 +337,8 @@ class CachingResource final : public Adaptor,
       } else if (const Piece* p = piece_at(*central_.segments, ptr)) {
         if (p->segment) return expandable_pages(*p, first, bytes);
         whole_segment(*p, segment, segment_size);
+      } else if (const Piece* q = small_pages_ ? piece_at(*small_pages_, ptr) : nullptr) {
+        return expandable_pages(*q, first, bytes);
       }
     }
     if (!segment) {
@@ -348,11 +358,11 @@ class CachingResource final : public Adaptor,
     return dmabuf_ranges_of(upstream(), segment, static_cast<size_t>(segment_size), first, bytes);
   }
 
-  // IpcShareable: the small blocks (128 KiB or less) are allocations of the
-  // upstream, which shares them as its own buffers when it can (an
-  // IPC-enabled pool: the framework's expandable cache has one), and
-  // exports itself for them. Large blocks are pieces of segments or pages:
-  // an expandable cache made with the POSIX fd handle type shares those as
+  // IpcShareable: the small blocks (128 KiB or less) of the plain cache are
+  // allocations of the upstream, which shares them as its own buffers when
+  // it can (an IPC-enabled pool), and exports itself for them. Large blocks
+  // are pieces of segments, and every block of an expandable cache a piece
+  // of its pages: one made with the POSIX fd handle type shares those as
   // virtual IPC handles.
   Ref<AllocationHandle> get_allocation_handle() const override {
     return upstream_shareable("exporting the pool of " + describe() + "'s small blocks")
@@ -367,18 +377,20 @@ class CachingResource final : public Adaptor,
     }
     if (block == 0)
       fail(Status::not_supported,
-           "only the small blocks (" + describe_bytes(kSmallLimit) + " or less) of " + describe() +
-               " share as buffers of its upstream, and " + address_text(ptr) + " is not one" +
-               (expandable_ ? ": share a large block as a virtual IPC handle "
-                              "(cumem_buffer_get_virtual_ipc_handle)"
-                            : ": a large block is a piece of an upstream allocation"));
+           expandable_
+               ? "the blocks of " + describe() + " are pieces of its pages, not buffers of its "
+                 "upstream: share the block at " + address_text(ptr) +
+                 " as a virtual IPC handle (cumem_buffer_get_virtual_ipc_handle)"
+               : "only the small blocks (" + describe_bytes(kSmallLimit) + " or less) of " +
+                     describe() + " share as buffers of its upstream, and " + address_text(ptr) +
+                     " is not one: a large block is a piece of an upstream allocation");
     check_share_size(ptr, size, block);
     return upstream_shareable("sharing a small block of " + describe())
         .get_ipc_descriptor(ptr, size == 0 ? block : size);
   }
 
-  // VirtualShareable: a large block of an expandable cache made with the
-  // POSIX fd handle type, as the pages that hold it (caching/shared_pages.hpp).
+  // VirtualShareable: a block of an expandable cache made with the POSIX fd
+  // handle type, as the pages that hold it (caching/shared_pages.hpp).
   Ref<VirtualIpcHandle> get_virtual_ipc_handle(void* ptr, size_t size) const override {
     if (!expandable_)
       fail(Status::not_supported,
@@ -393,17 +405,10 @@ class CachingResource final : public Adaptor,
     {
       std::lock_guard<std::mutex> lock(central_.mutex);
       const Piece* p = piece_at(*central_.segments, ptr);
-      if (!p || !p->segment) {
-        if (central_.small_segments.sizes().count(ptr) != 0)
-          fail(Status::not_supported,
-               "the block at " + address_text(ptr) + " is a small block (" +
-                   describe_bytes(kSmallLimit) + " or less) of " + describe() +
-                   ", an allocation of " + upstream().describe() +
-                   ", not pages: it is not shared as a virtual IPC handle but as a buffer of "
-                   "that resource (cumem_resource_get_ipc_descriptor_native), where it can share");
+      if (!p || !p->segment) p = piece_at(*small_pages_, ptr);
+      if (!p)
         fail(Status::invalid_argument, "sharing " + address_text(ptr) + ": no block of " +
                                            describe() + " handed out starts there");
-      }
       block = p->size;
       check_share_size(ptr, size, block);
       ScopedContext scope(*device_);
@@ -438,6 +443,7 @@ class CachingResource final : public Adaptor,
     std::lock_guard<std::mutex> lock(central_.mutex);
     central_.small.for_each([&](const Block& b) { kept.emplace(b.ptr, b.key); });
     describe_segments(*central_.segments, kept, out);
+    if (small_pages_) describe_segments(*small_pages_, kept, out);
     describe_small(central_.small_segments, kept, out);
   }
 
@@ -481,6 +487,7 @@ class CachingResource final : public Adaptor,
       // again. A miss costs the upstream call anyway.
       if (return_small_blocks())
         if (void* p = take_central_small(rounded, key, stream)) return p;
+      if (expandable_) return allocate_small_pages(size, rounded, stream);
     } else {
       if (void* p = take_central_large(rounded, key, stream)) return p;
       // The large blocks threads keep (of other sizes, or freed by another
@@ -843,6 +850,79 @@ class CachingResource final : public Adaptor,
              refusal);
   }
 
+  // Expandable: a small block carved from the small blocks' pages
+  // (small_pages_): a free piece of them, else new pages; on out of memory,
+  // every cached block goes back (its pages unmapped) and they are asked
+  // for once more.
+  void* allocate_small_pages(size_t size, uint64_t rounded, const Stream* stream) {
+    std::string refusal;
+    if (void* p = try_small_pages(rounded, stream, &refusal)) return p;
+    retries_.fetch_add(1, std::memory_order_relaxed);
+    const CachingStatistics before = caching_statistics();
+    trim(0);
+    if (void* p = try_small_pages(rounded, stream, &refusal)) {
+      if (log::enabled(log::Level::info))
+        log::write(log::Level::info, describe() + ": mapping a page for a small block of " +
+                                         describe_bytes(rounded) + " ran out of memory; served "
+                                         "after giving back " +
+                                         describe_bytes(before.bytes_cached) + " of cached blocks");
+      return p;
+    }
+    fail(Status::out_of_memory,
+         "the cache could not map a page for a small block of " + describe_bytes(rounded) + " (" +
+             describe_bytes(size) + " rounded up) even after giving back " +
+             describe_bytes(before.bytes_cached) + " of cached blocks; it had " +
+             describe_bytes(before.bytes_reserved - before.bytes_cached) + " in use of " +
+             describe_bytes(before.bytes_reserved) + " reserved; " + refusal);
+  }
+
+  // A small block from small_pages_, or nullptr when its pages are out of
+  // memory (why in `refusal`). Their free pieces never have work pending:
+  // each is the rest of new pages, or was put back by give_back_cached
+  // after a wait for the device (freed small blocks go to the size-class
+  // caches, not here), so whichever stream freed or split them, any stream
+  // takes them without an order.
+  void* try_small_pages(uint64_t rounded, const Stream* stream, std::string* refusal) {
+    const uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
+    std::lock_guard<std::mutex> lock(central_.mutex);
+    if (const Taken t = small_pages_->take(rounded, key); t.ptr) {
+      ++central_.counts.hits;  // cached bytes (the free pieces count as cached)
+      return t.ptr;
+    }
+    Grown g;
+    try {
+      g = small_pages_->grow(rounded, key);
+    } catch (const Error& e) {
+      if (e.status() != Status::out_of_memory) throw;
+      *refusal = e.what();
+      return nullptr;
+    }
+    ++central_.counts.misses;
+    count_reserved(g.mapped);
+    central_.high_water = std::max(central_.high_water, reserved_.load(std::memory_order_relaxed));
+    if (history::on())
+      history::record(history::Action::segment_map, id(), g.mapped_at, g.mapped,
+                      history::stream_value(stream));
+    return g.taken.ptr;
+  }
+
+  // Under the central lock: grants or revokes device `ordinal`'s access to
+  // the pages of both kinds of ranges, all or nothing.
+  void set_pages_access(int ordinal, bool read_write) {
+    const bool small_before = small_pages_->peer_access(ordinal);
+    small_pages_->set_peer_access(ordinal, read_write);
+    try {
+      expandable_->set_peer_access(ordinal, read_write);
+    } catch (...) {
+      try {
+        small_pages_->set_peer_access(ordinal, small_before);
+      } catch (...) {
+        log::swallowed("restoring the small blocks' pages' peer access after a failed change");
+      }
+      throw;
+    }
+  }
+
   // The block, or nullptr when the pages are out of memory (why in
   // `refusal`). `wait`: whether its recycle may wait for the device; `left`
   // (when given): whether the recycle left fragments whose work was not
@@ -1025,7 +1105,9 @@ class CachingResource final : public Adaptor,
     std::lock_guard<std::mutex> lock(central_.mutex);
     central_.small.drain([&](const Block& b) { small.push_back(b); });
     central_.small_cached = 0;
-    if (small.empty() && large.empty() && !central_.segments->has_free()) return;
+    if (small.empty() && large.empty() && !central_.segments->has_free() &&
+        !(small_pages_ && small_pages_->has_free()))
+      return;
     // Work queued before the frees may still use the blocks (and their
     // pages); after this wait, which stream freed what no longer matters.
     if (stream_ordered_ && device_) device_->synchronize();
@@ -1038,10 +1120,20 @@ class CachingResource final : public Adaptor,
                                      [&](void* ptr, uint64_t size) { give_back(ptr, size); });
     if (expandable_) {
       std::vector<std::pair<char*, uint64_t>> unmapped;
-      reserved_.fetch_sub(expandable_->unmap_free(keep, cached, history::on() ? &unmapped : nullptr),
-                          std::memory_order_relaxed);
+      auto* spans = history::on() ? &unmapped : nullptr;
+      reserved_.fetch_sub(expandable_->unmap_free(keep, cached, spans), std::memory_order_relaxed);
+      // The small blocks merge into the free pieces of their pages, whose
+      // whole pages go next while more than `keep` stays cached; what is
+      // left free serves the next small misses.
+      cached += small_pages_->free_bytes();
+      std::vector<void*> returned;
+      returned.reserve(small.size());
+      for (const Block& b : small) returned.push_back(b.ptr);
+      small_pages_->forget_streams(returned);
+      reserved_.fetch_sub(small_pages_->unmap_free(keep, cached, spans), std::memory_order_relaxed);
       for (const auto& [ptr, bytes] : unmapped)
         history::record(history::Action::segment_unmap, id(), ptr, bytes, 0);
+      return;
     }
     std::sort(small.begin(), small.end(),
               [](const Block& a, const Block& b) { return a.size > b.size; });
@@ -1205,6 +1297,10 @@ class CachingResource final : public Adaptor,
   // same object as central_.segments).
   std::unique_ptr<PageSource> pages_;
   ExpandableSegments* expandable_ = nullptr;
+  // Expandable: the small blocks' ranges, apart from the large blocks' so
+  // that the small blocks the size-class caches keep pack into few pages
+  // (under the central lock).
+  std::unique_ptr<ExpandableSegments> small_pages_;
   // Under the central lock: the markers that let recycle_fragments unmap
   // without a wait.
   RecycleMarkers markers_{device_.get()};

@@ -102,13 +102,26 @@ TEST_F(ExpandableCache, ALargeBlockIsMappedPagesOfTheStreamsRange) {
   EXPECT_EQ(s.misses, 1u) << "a block on new pages is a miss";
   EXPECT_EQ(s.hits, 1u) << "a block from mapped free pages is a hit";
   EXPECT_EQ(upstream_bytes.load(), 0) << "large blocks never reach the upstream";
-  // Small blocks come from the upstream.
+  // Small blocks come from a range of their own: a page mapped there, its
+  // rest free for the next small misses; never from the upstream.
+  const FakeVmmCounts before_small = fake.counts();
   void* small = allocate(4 * KiB);
-  EXPECT_EQ(upstream_bytes.load(), int64_t{4 * KiB});
+  EXPECT_EQ(upstream_bytes.load(), 0) << "small blocks never reach the upstream";
+  EXPECT_EQ(fake.counts().reserves, before_small.reserves + 1) << "the small blocks' range";
+  EXPECT_EQ(fake.counts().maps, before_small.maps + 1);
+  EXPECT_TRUE(small < a || small >= static_cast<char*>(a) + 60 * MiB)
+      << "not in the large blocks' range";
+  void* small2 = allocate(64 * KiB);
+  EXPECT_EQ(fake.counts().maps, before_small.maps + 1) << "the page's rest served it";
+  s = caching_of(cache);
+  EXPECT_EQ(s.bytes_reserved, 60 * MiB);
+  EXPECT_EQ(s.misses, 2u) << "the small block on a new page is a miss";
+  EXPECT_EQ(s.hits, 2u) << "the small block from the page's rest is a hit";
   free(small, 4 * KiB);
+  free(small2, 64 * KiB);
   free(a, 30 * MiB);
   free(b, 10 * MiB);
-  EXPECT_EQ(caching_of(cache).bytes_cached, 40 * MiB + 4 * KiB);
+  EXPECT_EQ(caching_of(cache).bytes_cached, 60 * MiB) << "every page mapped is cached";
   EXPECT_EQ(statistics_of(cache).bytes_in_use, 0u);
 }
 
@@ -143,19 +156,19 @@ TEST_F(ExpandableCache, TrimUnmapsAfterTheDevicesWorkAndFreesTheRanges) {
   CUMEM_ASSERT_OK(cumem_stream_native(stream, &stream_native));
   fake.busy_stream(static_cast<CUstream>(stream_native));  // work still queued
   const FakeVmmCounts before = fake.counts();
-  EXPECT_EQ(before.live_bytes, 60 * MiB);
+  EXPECT_EQ(before.live_bytes, 80 * MiB) << "3 pages of large blocks, one of small ones";
   CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
   cumem_bool_t done = CUMEM_FALSE;
   CUMEM_ASSERT_OK(cumem_stream_query(stream, &done));
   EXPECT_EQ(done, CUMEM_TRUE) << "the trim waited for the device before unmapping";
   const FakeVmmCounts after = fake.counts();
-  EXPECT_EQ(after.unmaps - before.unmaps, 3u);
+  EXPECT_EQ(after.unmaps - before.unmaps, 4u);
   EXPECT_EQ(after.live_bytes, 0u);
-  EXPECT_EQ(after.live_reservations, 0u) << "the empty range was freed";
+  EXPECT_EQ(after.live_reservations, 0u) << "the empty ranges were freed";
   const cumem_caching_statistics_t s = caching_of(cache);
   EXPECT_EQ(s.bytes_reserved, 0u);
   EXPECT_EQ(s.bytes_cached, 0u);
-  EXPECT_EQ(s.pages_unmapped, 3u);
+  EXPECT_EQ(s.pages_unmapped, 4u);
   EXPECT_EQ(upstream_bytes.load(), 0);
   // The cache works on after it: a new range.
   void* again = allocate(5 * MiB);
@@ -516,10 +529,10 @@ TEST_F(ExpandableCache, ThreadsOnStreamsOfTheirOwnNeverShareABlock) {
 // Peer access through the generic call (what PyTorch's enablePeerAccess
 // asks of the extension): an expandable cache over a virtual-memory
 // resource (PeerAccessible, as the device's pool is on a GPU) grants the
-// peer its pages, present and in ranges reserved later, and its upstream's
-// small blocks; revoking takes both back. Over the host-memory upstream of
+// peer its pages (the large and the small blocks'), present and in ranges
+// reserved later, and its upstream's memory; revoking takes both back. Over the host-memory upstream of
 // the fixture it is refused, naming that upstream.
-TEST_F(ExpandableCache, PeerAccessCoversThePagesAndTheUpstreamsSmallBlocks) {
+TEST_F(ExpandableCache, PeerAccessCoversThePagesOfLargeAndSmallBlocks) {
   cumem_device_t* peer = nullptr;
   CUMEM_ASSERT_OK(cumem_device_get(1, &peer));
   void* refused = allocate(30 * MiB);  // pages of the fixture's cache over host memory
@@ -594,8 +607,8 @@ TEST_F(ExpandableCache, PeerAccessCoversThePagesAndTheUpstreamsSmallBlocks) {
 
 // With nothing configured, the framework entry points (PyTorch's and
 // CuPy's) allocate from the expandable cache over the device's memory
-// resource, here a virtual-memory resource (the fake has no pools): a
-// large block maps pages, a small one comes from that resource.
+// resource, here a virtual-memory resource (the fake has no pools): large
+// and small blocks map pages, neither comes from that resource.
 TEST_F(ExpandableCache, TheFrameworkDefaultIsTheExpandableCacheOverTheDevicesMemory) {
   cumem_resource_t* vmm = nullptr;
   CUMEM_ASSERT_OK(cumem_virtual_resource_create(device, nullptr, &vmm));
@@ -611,7 +624,8 @@ TEST_F(ExpandableCache, TheFrameworkDefaultIsTheExpandableCacheOverTheDevicesMem
   EXPECT_EQ(statistics_of(vmm).live_allocations, 0u) << "not from the upstream";
   void* small = cumem_torch_alloc(4 * KiB, 0, nullptr);
   ASSERT_NE(small, nullptr) << cumem_last_error_message();
-  EXPECT_EQ(statistics_of(vmm).live_allocations, 1u) << "the small block is the upstream's";
+  EXPECT_EQ(statistics_of(vmm).live_allocations, 0u) << "the small block is pages too";
+  EXPECT_GE(caching_of(r).pages_mapped, 2u) << "a page of the small blocks' range";
   cumem_torch_free(large, 30 * MiB, 0, nullptr);
   cumem_torch_free(small, 4 * KiB, 0, nullptr);
   CUMEM_ASSERT_OK(cumem_caching_resource_trim(r, 0));
@@ -621,8 +635,8 @@ TEST_F(ExpandableCache, TheFrameworkDefaultIsTheExpandableCacheOverTheDevicesMem
   cumem_resource_release(vmm);
 }
 
-// Made with the POSIX fd handle type, the cache shares a large block as the
-// pages that hold it: one fd per page, the block's offset in the first, and
+// Made with the POSIX fd handle type, the cache shares a block, large or
+// small, as the pages that hold it: one fd per page, the block's offset in the first, and
 // an importer's buffer that is the block alone (here in this process: the
 // fake's pages are shared memory files, so writes through either mapping
 // show in the other).
@@ -647,6 +661,7 @@ TEST_F(ExpandableCache, ALargeBlockSharesAsThePagesThatHoldIt) {
   CUMEM_ASSERT_OK(cumem_virtual_ipc_handle_fd_count(h, &n));
   EXPECT_EQ(n, 1u) << "b's one page";
   cumem_buffer_t* imported = nullptr;
+  cumem_buffer_t* imported_small = nullptr;
   CUMEM_ASSERT_OK(cumem_buffer_from_virtual_ipc_handle(device, h, stream, &imported));
   cumem_virtual_ipc_handle_release(h);
   void* ip = nullptr;
@@ -699,9 +714,22 @@ TEST_F(ExpandableCache, ALargeBlockSharesAsThePagesThatHoldIt) {
                      "");
   cumem_virtual_ipc_handle_release(h);
 
+  // A small block shares as its page; not as a buffer of the upstream.
+  CUMEM_ASSERT_OK(cumem_resource_get_virtual_ipc_handle_native(shared, small, 0, &h));
+  CUMEM_ASSERT_OK(cumem_virtual_ipc_handle_fd_count(h, &n));
+  EXPECT_EQ(n, 1u) << "the small block's one page";
+  CUMEM_ASSERT_OK(cumem_buffer_from_virtual_ipc_handle(device, h, stream, &imported_small));
+  cumem_virtual_ipc_handle_release(h);
+  CUMEM_ASSERT_OK(cumem_buffer_ptr(imported_small, &ip));
+  CUMEM_ASSERT_OK(cumem_buffer_size(imported_small, &isize));
+  EXPECT_EQ(isize, 4 * KiB) << "the block alone";
+  std::memset(small, 0x5a, 4 * KiB);
+  EXPECT_EQ(static_cast<unsigned char*>(ip)[4 * KiB - 1], 0x5a);
+  cumem_ipc_descriptor_t d;
+  CUMEM_EXPECT_ERROR(cumem_resource_get_ipc_descriptor_native(shared, small, 0, &d),
+                     CUMEM_ERROR_NOT_SUPPORTED, "virtual IPC handle");
+
   // What cannot be shared says why.
-  CUMEM_EXPECT_ERROR(cumem_resource_get_virtual_ipc_handle_native(shared, small, 0, &h),
-                     CUMEM_ERROR_NOT_SUPPORTED, "small block");
   CUMEM_EXPECT_ERROR(cumem_resource_get_virtual_ipc_handle_native(shared, static_cast<char*>(a) + 512,
                                                                   0, &h),
                      CUMEM_ERROR_INVALID_ARGUMENT, "no block");
@@ -721,6 +749,8 @@ TEST_F(ExpandableCache, ALargeBlockSharesAsThePagesThatHoldIt) {
 
   CUMEM_ASSERT_OK(cumem_buffer_close(imported, stream));
   cumem_buffer_release(imported);
+  CUMEM_ASSERT_OK(cumem_buffer_close(imported_small, stream));
+  cumem_buffer_release(imported_small);
   CUMEM_ASSERT_OK(cumem_resource_deallocate_native(shared, a, 30 * MiB, stream));
   CUMEM_ASSERT_OK(cumem_resource_deallocate_native(shared, b, 10 * MiB, stream));
   CUMEM_ASSERT_OK(cumem_resource_deallocate_native(shared, small, 4 * KiB, stream));
