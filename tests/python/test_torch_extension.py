@@ -302,13 +302,13 @@ def test_cudnn_benchmark_uses_cache_info():
 def test_cuda_ipc_shares_the_expandable_caches_blocks():
     """A storage's IPC handle (what torch.multiprocessing sends; test_torch_ipc.py
     sends them to another process): on the expandable cache libcumem's, the
-    pages of a large block or a small block of its IPC-enabled pool; refused
-    by name on the other framework resources, whose memory does not share."""
+    pages that hold a block, large or small; refused by name on the other
+    framework resources, whose memory does not share."""
     small = torch.ones(1024, device="cuda")
     large = torch.ones(1 << 20, device="cuda")
     if kind == "expandable":
         assert large.untyped_storage()._share_cuda_()[1].startswith(b"CUMEMTI1")
-        assert small.untyped_storage()._share_cuda_()[1].startswith(b"CUMEMTP1")
+        assert small.untyped_storage()._share_cuda_()[1].startswith(b"CUMEMTI1")
         return
     for x in (small, large):
         try:

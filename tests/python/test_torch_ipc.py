@@ -3,8 +3,8 @@ allocator (issue "A complete PyTorch allocator"): a CUDA tensor the parent
 made, sent to a child process through a queue (PyTorch's shareIpcHandle and
 getIpcDevPtr, libcumem's pages shared as POSIX fds), read there, written
 there, and the child's writes read back in the parent; a view with a storage
-offset; a small tensor (a block of the cache's IPC-enabled pool, sent as the
-pool's fd and the block's descriptor) the same way; a tensor of a private
+offset; a small tensor (a block of the cache's small blocks' pages, sent as
+its one page) the same way; a tensor of a private
 pool (torch.cuda.MemPool) refused with a clear error when pickled, never a
 crash.
 

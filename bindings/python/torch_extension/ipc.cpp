@@ -3,12 +3,13 @@
 // receiving process's for a pointer to it (getIpcDevPtr). The handle string
 // is libcumem's (both processes must use this allocator), in one of two
 // forms, by the block:
-//   a large block of the framework's expandable cache: the pages that hold
-//     it (a virtual IPC handle: one POSIX fd per page and the descriptor
-//     listing them); the receiver takes the fds with pidfd_getfd
-//     (cumem_virtual_ipc_handle_from_pid), as PyTorch's expandable segments
-//     do, and maps them;
-//   a small block (an allocation of the cache's IPC-enabled pool): the
+//   a block of the framework's expandable cache (the default), large or
+//     small: the pages that hold it (a virtual IPC handle: one POSIX fd per
+//     page and the descriptor listing them); the receiver takes the fds
+//     with pidfd_getfd (cumem_virtual_ipc_handle_from_pid), as PyTorch's
+//     expandable segments do, and maps them;
+//   an allocation of an IPC-enabled pool (a framework resource set to such
+//     a pool, or a plain cache's small block over one): the
 //     pool's fd and descriptor, and the block's descriptor; the receiver
 //     takes the fd the same way, imports the pool (once per process) and
 //     opens the block.
@@ -147,7 +148,7 @@ cca::ShareableHandle Allocator::shareIpcHandle(void* ptr) {
     CUMEM_TORCH_CHECK(s == CUMEM_ERROR_NOT_SUPPORTED, "libcumem: cannot share a CUDA tensor's "
                       "storage of ", bytes_text(record.requested), " with another process: ",
                       why_not_pages);
-    // Not pages of the cache: a small block, an allocation of its pool.
+    // Not pages: an allocation of an IPC-enabled pool (or refused).
     cumem_ipc_descriptor_t block;
     CUMEM_TORCH_CHECK(cumem_resource_get_ipc_descriptor_native(record.resource, ptr, record.size,
                                                                &block) == CUMEM_SUCCESS,
