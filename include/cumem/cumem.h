@@ -1209,16 +1209,17 @@ typedef struct cumem_caching_resource_options_t {
    *  out of memory, the resource's release. Mapping a page takes driver
    *  calls on the host (0.06-0.4 ms a page on an H200, the more while
    *  kernels run): the first allocations that grow a range are slower than
-   *  a pool's; cached pairs are as fast as without.
-   *  The upstream serves the small blocks (up to 128 KiB) only, so an
-   *  adaptor under the cache (a limit) does not see the large blocks: put a
-   *  limit above the cache instead. The upstream's memory must be device
+   *  a pool's; cached pairs are as fast as without. Small blocks (up to
+   *  128 KiB) are pieces of ranges of their own, mapped in the smaller
+   *  pages, cached by size class, and merged back into their pages when
+   *  the cache gives memory back. The upstream serves only CUDA graphs'
+   *  private pools, so an adaptor under the cache (a limit) does not see
+   *  the blocks: put a limit above the cache instead. The upstream's memory must be device
    *  memory (CUMEM_MEMORY_DEVICE) on a device with virtual memory
    *  management. The memory is accessible from the upstream's device, and
-   *  from peers given access (cumem_resource_set_peer_access); its large
-   *  blocks are shared with other processes only with handle_types (below),
-   *  as virtual IPC handles, its small blocks as buffers of an IPC-enabled
-   *  upstream. Default false. */
+   *  from peers given access (cumem_resource_set_peer_access); its blocks
+   *  are shared with other processes only with handle_types (below), as
+   *  virtual IPC handles. Default false. */
   cumem_bool_t expandable;
   /** With expandable: the bytes mapped at a time. 0 (default): 8 MiB
    *  pages for blocks of 16 MiB or more and 2 MiB pages for the others, each
@@ -1243,11 +1244,10 @@ typedef struct cumem_caching_resource_options_t {
    *  replays: only for programs that capture through libcumem alone. */
   cumem_bool_t libcumem_captures_only;
   /** With expandable: CUMEM_IPC_HANDLE_POSIX_FD makes the pages shareable,
-   *  so that a large block (above 128 KiB) can be sent to another process
-   *  as the pages that hold it (cumem_buffer_get_virtual_ipc_handle,
+   *  so that a block can be sent to another process as the pages that hold
+   *  it (cumem_buffer_get_virtual_ipc_handle,
    *  cumem_resource_get_virtual_ipc_handle_native; the importer maps them
-   *  with cumem_buffer_from_virtual_ipc_handle). Small blocks come from the
-   *  upstream and are not shared so. 0 (default): nothing is shareable.
+   *  with cumem_buffer_from_virtual_ipc_handle). 0 (default): nothing is shareable.
    *  Other bits, or any without expandable: CUMEM_ERROR_INVALID_ARGUMENT; a
    *  device without POSIX fd handles: CUMEM_ERROR_NOT_SUPPORTED. */
   uint32_t handle_types;
@@ -2407,7 +2407,7 @@ typedef struct cumem_allocation_handle_t cumem_allocation_handle_t;
  *  pinned pool made with ipc_enabled, or a host shared resource; an
  *  imported resource may be exported again). A limit, tracking, logging or
  *  failure-callback adaptor exports the resource beneath it, a caching
- *  adaptor its upstream (whose buffers its small blocks are). The handle
+ *  adaptor its upstream (whose buffers a plain cache's small blocks are). The handle
  *  owns a new file descriptor (close-on-exec).
  *  CUMEM_ERROR_NOT_SUPPORTED: the resource cannot be shared this way (the
  *  message says which resources can). CUMEM_ERROR_OUT_OF_RESOURCES: the
@@ -2481,9 +2481,8 @@ CUMEM_API cumem_status_t cumem_buffer_get_ipc_descriptor(const cumem_buffer_t* b
  *  of `resource` at `ptr`, shared as `size` bytes (0: all of it where the
  *  resource knows the size): for IPC-enabled pools (size: the
  *  allocation's), and for the small blocks (128 KiB or less) of a caching
- *  adaptor over one, which are that pool's allocations (the framework's
- *  expandable cache has such a pool; its large blocks share as virtual IPC
- *  handles instead). Through a limit, tracking, logging or failure-callback
+ *  adaptor over one, which are that pool's allocations (an expandable
+ *  cache's blocks share as virtual IPC handles instead). Through a limit, tracking, logging or failure-callback
  *  adaptor the resource beneath answers; cumem_resource_get_allocation_handle
  *  does the same, and exports the pool beneath a caching adaptor.
  *  CUMEM_ERROR_NOT_SUPPORTED: the resource cannot share it (the message says
@@ -3034,14 +3033,14 @@ CUMEM_API cumem_status_t cumem_virtual_resource_release_pending(cumem_resource_t
 typedef struct cumem_virtual_ipc_handle_t cumem_virtual_ipc_handle_t;
 
 /** Exports the memory of `buffer` (a whole buffer of a virtual resource
- *  made with CUMEM_IPC_HANDLE_POSIX_FD, or a large block of an expandable
+ *  made with CUMEM_IPC_HANDLE_POSIX_FD, or a block of an expandable
  *  caching adaptor made with that handle type) as a new handle owning one
  *  close-on-exec file descriptor per chunk (per page of the cache: the
  *  pages that hold the block, which also hold its neighbours' bytes; the
  *  descriptor's offset says where the block begins, and the importer's
  *  buffer is the block alone).
  *  CUMEM_ERROR_NOT_SUPPORTED: not such a buffer (the message says why: a
- *  small block of the cache, a cache without the handle type), or a
+ *  cache that is not expandable, a cache without the handle type), or a
  *  slice. CUMEM_ERROR_INVALID_ARGUMENT: an empty buffer. */
 CUMEM_API cumem_status_t cumem_buffer_get_virtual_ipc_handle(
     const cumem_buffer_t* buffer, cumem_virtual_ipc_handle_t** out_handle);
