@@ -47,9 +47,9 @@
 //   (trimmable.hpp), and the allocation is tried once more before failing.
 // - Expandable (an option; caching/expandable.hpp): large blocks are pieces
 //   of address ranges reserved per stream on the upstream's device, rounded
-//   to 512 B only, with pages (8 MiB for blocks of 16 MiB or more, else 2 MiB, by default) mapped when the free
-//   pieces cannot serve a request and unmapped when the cache gives memory
-//   back (trim, release_cached, out of memory), after a wait for the device;
+//   to 512 B only, with pages (by default 8 MiB for blocks of 16 MiB or
+//   more, else 2 MiB) mapped when the free pieces cannot serve a request
+//   and unmapped when the cache gives memory back (trim, release_cached, out of memory), after a wait for the device;
 //   before new pages, free fragments' pages are recycled once known done
 //   (recycle_fragments: no device wait while the cache stays within 1 % of
 //   its high-water mark). Small blocks are pieces of ranges of their own
