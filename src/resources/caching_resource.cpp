@@ -877,18 +877,26 @@ class CachingResource final : public Adaptor,
   }
 
   // A small block from small_pages_, or nullptr when its pages are out of
-  // memory (why in `refusal`). Their free pieces never have work pending:
-  // each is the rest of new pages, or was put back by give_back_cached
-  // after a wait for the device (freed small blocks go to the size-class
-  // caches, not here), so whichever stream freed or split them, any stream
-  // takes them without an order.
+  // memory (why in `refusal`): a free piece of the stream's (or with no
+  // pending work); else one made so from the cached small blocks of other
+  // classes freed on the stream (the central cache's, then the calling
+  // thread's), merged into their pages' free pieces, so that the classes a
+  // workload stopped asking for serve the new ones without new pages; else
+  // new pages. Only such pieces: a free piece on another stream's key would
+  // need an order after that stream's work, and pieces carry no marker;
+  // every piece loses its key when the cache gives memory back (after a
+  // wait for the device).
   void* try_small_pages(uint64_t rounded, const Stream* stream, std::string* refusal) {
     const uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
-    std::lock_guard<std::mutex> lock(central_.mutex);
-    if (const Taken t = small_pages_->take(rounded, key); t.ptr) {
-      ++central_.counts.hits;  // cached bytes (the free pieces count as cached)
-      return t.ptr;
+    {
+      std::lock_guard<std::mutex> lock(central_.mutex);
+      if (void* p = take_small_piece(rounded, key)) return p;
     }
+    // Taken before the central lock (a shard's lock is never taken under it).
+    const std::vector<Block> own = take_own_small(key);
+    std::lock_guard<std::mutex> lock(central_.mutex);
+    for (const Block& b : own) small_pages_->put_back(b.ptr, b.key);
+    if (void* p = take_small_piece(rounded, key)) return p;
     Grown g;
     try {
       g = small_pages_->grow(rounded, key);
@@ -904,6 +912,38 @@ class CachingResource final : public Adaptor,
       history::record(history::Action::segment_map, id(), g.mapped_at, g.mapped,
                       history::stream_value(stream));
     return g.taken.ptr;
+  }
+
+  // Under the central lock: a free piece of small_pages_ on `key` (or with
+  // no pending work) for a small block, after the central cache's small
+  // blocks on `key` merged into them when none fits; null when none does.
+  void* take_small_piece(uint64_t rounded, uintptr_t key) {
+    Taken t = small_pages_->take_on(rounded, key);
+    if (!t.ptr && central_.small_cached != 0) {
+      central_.small.drain_on(key, [&](const Block& b) {
+        small_pages_->put_back(b.ptr, b.key);
+        central_.small_cached -= b.size;
+        central_.streams.remove(b.key);
+      });
+      t = small_pages_->take_on(rounded, key);
+    }
+    if (!t.ptr) return nullptr;
+    ++central_.counts.hits;  // cached bytes: the free pieces count as cached
+    return t.ptr;
+  }
+
+  // The calling thread's small blocks freed on `key` (or with no pending
+  // work), taken out of its shard.
+  std::vector<Block> take_own_small(uintptr_t key) {
+    std::vector<Block> own;
+    Shard& s = shards_[thread_shard().index];
+    if (!s.cache.may_hold(true)) return own;
+    std::lock_guard<Shard> lock(s);
+    s.cache.drain_small_on(key, [&](const Block& b) {
+      own.push_back(b);
+      s.streams.remove(b.key);
+    });
+    return own;
   }
 
   // Under the central lock: grants or revokes device `ordinal`'s access to

@@ -112,6 +112,21 @@ struct Bins {
     }
     return false;
   }
+  // Calls fn(block) for every block freed on `key` or with no pending work,
+  // and takes them out.
+  template <class Fn>
+  void drain_on(uintptr_t key, Fn&& fn) {
+    for (Stack& c : classes) {
+      size_t kept = 0;
+      for (size_t i = 0; i < c.size(); ++i) {
+        if (c[i].key == key || c[i].key == kAnyStream)
+          fn(c[i]);
+        else
+          c[kept++] = c[i];
+      }
+      while (c.size() > kept) (void)c.pop();
+    }
+  }
   // Calls fn(block) for every block (a snapshot looks).
   template <class Fn>
   void for_each(Fn&& fn) const {

@@ -123,6 +123,17 @@ class ThreadCache {
     small_cached_ = 0;
   }
 
+  // Calls fn(block) for every kept small block freed on `key` or with no
+  // pending work, and forgets them.
+  template <class Fn>
+  void drain_small_on(uintptr_t key, Fn&& fn) {
+    small_.drain_on(key, [&](const Block& b) {
+      fn(b);
+      cached_ -= b.size;
+      small_cached_ -= b.size;
+    });
+  }
+
   uint64_t cached() const { return cached_; }  // bytes, small and large
   uint64_t small_cached() const { return small_cached_; }
   uint64_t large_bytes() const { return cached_ - small_cached_; }

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -365,6 +366,113 @@ TEST_F(ExpandableCache, RecycleMarkersStayBoundedOverManyStreams) {
     cumem_stream_release(s);
   }
   CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
+}
+
+// Small blocks pack into the pages of a range of their own: 320 blocks of
+// 64 KiB fill one 20 MiB page. Freed, they stay cached by class (the
+// thread's cache); a run of another class then merges them back into the
+// page's free pieces before any page is mapped, so classes a workload
+// stopped asking for serve new ones (a driver pool took 32 MiB for a few
+// MiB of small blocks, and blocks of a class served only that class).
+TEST_F(ExpandableCache, SmallBlocksOfOldClassesServeNewClassesWithoutNewPages) {
+  const uint64_t maps = fake.counts().maps;
+  std::vector<void*> blocks;
+  for (int i = 0; i < 320; ++i) blocks.push_back(allocate(64 * KiB));
+  EXPECT_EQ(fake.counts().maps, maps + 1) << "one page holds them all";
+  for (size_t i = 0; i < blocks.size(); ++i)
+    std::memset(blocks[i], static_cast<int>(i & 0xff), 64 * KiB);
+  for (size_t i = 0; i < blocks.size(); ++i)
+    EXPECT_EQ(static_cast<unsigned char*>(blocks[i])[64 * KiB - 1], i & 0xff) << "no overlap";
+  for (void* p : blocks) free(p, 64 * KiB);
+  blocks.clear();
+  // Another class: served from the merged page, nothing mapped.
+  for (int i = 0; i < 200; ++i) blocks.push_back(allocate(96 * KiB));
+  EXPECT_EQ(fake.counts().maps, maps + 1) << "the 64 KiB blocks served the 96 KiB ones";
+  cumem_caching_statistics_t s = caching_of(cache);
+  EXPECT_EQ(s.bytes_reserved, 20 * MiB);
+  EXPECT_EQ(s.misses, 1u) << "one page mapped";
+  EXPECT_EQ(s.bytes_cached, 20 * MiB - 200 * 96 * KiB) << "the page's rest";
+  // The old class again: the page's rest serves what fits, then a new page.
+  void* old_class = allocate(64 * KiB);
+  EXPECT_EQ(fake.counts().maps, maps + 1);
+  for (void* p : blocks) free(p, 96 * KiB);
+  free(old_class, 64 * KiB);
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
+  EXPECT_EQ(fake.counts().live_bytes, 0u) << "the small blocks' page unmapped";
+  EXPECT_EQ(caching_of(cache).bytes_reserved, 0u);
+}
+
+// Small blocks freed on one stream serve a new class only on that stream:
+// another stream maps pages of its own range rather than take them without
+// an order after their work. After a trim (a wait for the device) any
+// stream takes the page's free pieces.
+TEST_F(ExpandableCache, SmallBlocksMergeOnlyForTheStreamThatFreedThem) {
+  cumem_stream_t* other = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &other));
+  const uint64_t maps = fake.counts().maps;
+  std::vector<void*> blocks;
+  for (int i = 0; i < 320; ++i) blocks.push_back(allocate(64 * KiB));
+  for (void* p : blocks) free(p, 64 * KiB);
+  void* elsewhere = allocate(96 * KiB, other);
+  EXPECT_EQ(fake.counts().maps, maps + 2) << "a page of the other stream's range";
+  EXPECT_TRUE(std::find(blocks.begin(), blocks.end(), elsewhere) == blocks.end());
+  // The stream's own blocks are still its to reuse at once.
+  void* again = allocate(64 * KiB);
+  EXPECT_EQ(fake.counts().maps, maps + 2);
+  EXPECT_TRUE(std::find(blocks.begin(), blocks.end(), again) != blocks.end());
+  free(again, 64 * KiB);
+  free(elsewhere, 96 * KiB, other);
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 40 * MiB));  // keeps both pages
+  EXPECT_EQ(fake.counts().live_bytes, 40 * MiB);
+  std::vector<void*> more;
+  for (int i = 0; i < 300; ++i) more.push_back(allocate(64 * KiB, other));
+  EXPECT_EQ(fake.counts().maps, maps + 2) << "after the wait, the first page serves any stream";
+  for (void* p : more) free(p, 64 * KiB, other);
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
+  EXPECT_EQ(fake.counts().live_bytes, 0u);
+  cumem_stream_release(other);
+}
+
+// A small block that needs a page when the device is full gives the cache
+// back (the large block's free pages) and is served; the wait for the
+// device makes the small page's free rest any stream's; once that is used
+// up too, a clear error.
+TEST_F(ExpandableCache, ASmallBlockOutOfMemoryUnmapsTheCacheAndRetries) {
+  fake.set_memory(40 * MiB);
+  void* large = allocate(30 * MiB);
+  free(large, 30 * MiB);  // 40 MiB of pages cached: the device is full
+  void* small = allocate(4 * KiB);
+  ASSERT_NE(small, nullptr);
+  cumem_caching_statistics_t s = caching_of(cache);
+  EXPECT_EQ(s.oom_retries, 1u);
+  EXPECT_EQ(s.bytes_reserved, 20 * MiB);
+  void* big = allocate(20 * MiB);  // the last page
+  // Another stream's small block: no page left for its own range; after
+  // the retry's wait, the first page's rest serves it.
+  cumem_stream_t* other = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &other));
+  std::vector<void*> blocks{allocate(128 * KiB, other)};
+  EXPECT_EQ(caching_of(cache).oom_retries, 2u);
+  EXPECT_GT(blocks[0], small);
+  EXPECT_LT(blocks[0], static_cast<char*>(small) + 20 * MiB) << "in the first small page";
+  EXPECT_EQ(fake.counts().live_bytes, 40 * MiB);
+  // The page's rest used up: a clear error.
+  cumem_status_t st = CUMEM_SUCCESS;
+  for (int i = 0; i < 200 && st == CUMEM_SUCCESS; ++i) {
+    void* p = nullptr;
+    st = cumem_resource_allocate_raw(cache, 128 * KiB, other, &p);
+    if (st == CUMEM_SUCCESS) blocks.push_back(p);
+  }
+  EXPECT_EQ(st, CUMEM_ERROR_OUT_OF_MEMORY);
+  EXPECT_NE(std::string(cumem_last_error_message()).find("a page for a small block"),
+            std::string::npos)
+      << cumem_last_error_message();
+  EXPECT_EQ(blocks.size(), 20 * MiB / (128 * KiB) - 1) << "every 128 KiB the page held";
+  for (void* p : blocks) free(p, 128 * KiB, other);
+  free(small, 4 * KiB);
+  free(big, 20 * MiB);
+  CUMEM_ASSERT_OK(cumem_stream_synchronize(other));
+  cumem_stream_release(other);
 }
 
 TEST_F(ExpandableCache, OutOfMemoryUnmapsTheCacheAndRetries) {
