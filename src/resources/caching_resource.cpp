@@ -992,6 +992,13 @@ class CachingResource final : public Adaptor,
     count_reserved(g.mapped);
     if (!short_of_fragments)  // the fragments left are recycle_fragments' slack, not a new mark
       central_.high_water = std::max(central_.high_water, reserved_.load(std::memory_order_relaxed));
+    else if (log::enabled(log::Level::info))
+      log::write(log::Level::info,
+                 describe() + ": mapped " + describe_bytes(g.mapped) + " for a block of " +
+                     describe_bytes(rounded) + " in the place of fragments whose work was not "
+                     "known done (holding " +
+                     describe_bytes(reserved_.load(std::memory_order_relaxed)) +
+                     ", the high-water mark " + describe_bytes(central_.high_water) + ")");
     if (history::on())
       history::record(history::Action::segment_map, id(), g.mapped_at, g.mapped,
                       history::stream_value(stream));
