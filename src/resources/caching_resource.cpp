@@ -832,22 +832,35 @@ class CachingResource final : public Adaptor,
         return p;
       }
     }
+    return served_after_trim("pages for " + describe_bytes(rounded), size, rounded, before,
+                             refusal, true,
+                             [&] { return try_pages(rounded, stream, &refusal, true, nullptr); });
+  }
+
+  // After mapping `what` for an allocation of `size` bytes (`rounded`) ran
+  // out of memory (`before`: the cache's statistics then; `refusal`: why):
+  // every cached block goes back, its pages unmapped, and `again` is tried
+  // once more; if that fails too, out of memory, with what the cache held
+  // (and, with `note_free`, the free pieces left: free_note).
+  template <class Again>
+  void* served_after_trim(const std::string& what, size_t size, uint64_t rounded,
+                          const CachingStatistics& before, const std::string& refusal,
+                          bool note_free, Again&& again) {
     trim(0);
-    if (void* p = try_pages(rounded, stream, &refusal, true, nullptr)) {
+    if (void* p = again()) {
       if (log::enabled(log::Level::info))
-        log::write(log::Level::info, describe() + ": mapping pages for " +
-                                         describe_bytes(rounded) + " ran out of memory; served "
-                                         "after giving back " +
+        log::write(log::Level::info, describe() + ": mapping " + what +
+                                         " ran out of memory; served after giving back " +
                                          describe_bytes(before.bytes_cached) + " of cached blocks");
       return p;
     }
     fail(Status::out_of_memory,
-         "the cache could not map pages for " + describe_bytes(rounded) + " (" +
-             describe_bytes(size) + " rounded up) even after giving back " +
-             describe_bytes(before.bytes_cached) + " of cached blocks; it had " +
+         "the cache could not map " + what + " (" + describe_bytes(size) +
+             " asked) even after giving back " + describe_bytes(before.bytes_cached) +
+             " of cached blocks; it had " +
              describe_bytes(before.bytes_reserved - before.bytes_cached) + " in use of " +
-             describe_bytes(before.bytes_reserved) + " reserved" + free_note(rounded) + "; " +
-             refusal);
+             describe_bytes(before.bytes_reserved) + " reserved" +
+             (note_free ? free_note(rounded) : std::string()) + "; " + refusal);
   }
 
   // Expandable: a small block carved from the small blocks' pages
@@ -858,22 +871,9 @@ class CachingResource final : public Adaptor,
     std::string refusal;
     if (void* p = try_small_pages(rounded, stream, &refusal)) return p;
     retries_.fetch_add(1, std::memory_order_relaxed);
-    const CachingStatistics before = caching_statistics();
-    trim(0);
-    if (void* p = try_small_pages(rounded, stream, &refusal)) {
-      if (log::enabled(log::Level::info))
-        log::write(log::Level::info, describe() + ": mapping a page for a small block of " +
-                                         describe_bytes(rounded) + " ran out of memory; served "
-                                         "after giving back " +
-                                         describe_bytes(before.bytes_cached) + " of cached blocks");
-      return p;
-    }
-    fail(Status::out_of_memory,
-         "the cache could not map a page for a small block of " + describe_bytes(rounded) + " (" +
-             describe_bytes(size) + " rounded up) even after giving back " +
-             describe_bytes(before.bytes_cached) + " of cached blocks; it had " +
-             describe_bytes(before.bytes_reserved - before.bytes_cached) + " in use of " +
-             describe_bytes(before.bytes_reserved) + " reserved; " + refusal);
+    return served_after_trim("a page for a small block of " + describe_bytes(rounded), size,
+                             rounded, caching_statistics(), refusal, false,
+                             [&] { return try_small_pages(rounded, stream, &refusal); });
   }
 
   // A small block from small_pages_, or nullptr when its pages are out of
