@@ -118,6 +118,49 @@ TEST_F(FakeVmmSnapshot, AnExpandableRangeShowsItsPagesAndItsUnmappedSpace) {
   cache.deallocate_raw(a, 30 * MiB);
 }
 
+// An expandable cache's small blocks are pieces of a range of their own:
+// the block in use, a freed one the thread keeps (cached), the rest of the
+// page (cached) and the unmapped space; trimmed, the page goes.
+TEST_F(FakeVmmSnapshot, AnExpandableCachesSmallBlocksArePiecesOfTheirOwnRange) {
+  constexpr size_t KiB = size_t{1} << 10;
+  cumem_caching_resource_options_t o = cumem::caching_resource_options();
+  o.expandable = CUMEM_TRUE;
+  o.page_size = 20 * MiB;
+  cumem::Resource cache = cumem::Resource::caching(upstream, o);
+  cumem::memory_history_start();
+  void* a = cache.allocate_raw(4 * KiB);
+  void* b = cache.allocate_raw(64 * KiB);
+  cache.deallocate_raw(b, 64 * KiB);  // kept by this thread
+  const cumem::Snapshot s = cumem::Snapshot::take(cache);
+  expect_blocks_cover_segments(s);
+  const auto segments = s.segments();
+  ASSERT_EQ(segments.size(), 1u) << "the small blocks' range alone (no large block yet)";
+  EXPECT_EQ(segments[0].kind, CUMEM_SEGMENT_EXPANDABLE);
+  const auto blocks = s.blocks(segments[0]);
+  ASSERT_EQ(blocks.size(), 4u);
+  EXPECT_EQ(blocks[0].address, reinterpret_cast<uintptr_t>(a));
+  EXPECT_EQ(blocks[0].state, CUMEM_BLOCK_IN_USE);
+  EXPECT_EQ(blocks[0].size, 4 * KiB);
+  EXPECT_EQ(blocks[1].address, reinterpret_cast<uintptr_t>(b));
+  EXPECT_EQ(blocks[1].state, CUMEM_BLOCK_CACHED) << "kept by the thread";
+  EXPECT_EQ(blocks[2].state, CUMEM_BLOCK_CACHED) << "the rest of the page";
+  EXPECT_EQ(blocks[2].size, 20 * MiB - 68 * KiB);
+  EXPECT_EQ(blocks[3].state, CUMEM_BLOCK_UNMAPPED);
+  EXPECT_EQ(s.totals().bytes_reserved, 20 * MiB);
+  size_t maps = 0;
+  for (const auto& e : s.events())
+    if (e.action == CUMEM_MEMORY_ACTION_SEGMENT_MAP) {
+      EXPECT_EQ(e.size, 20 * MiB);
+      ++maps;
+    }
+  EXPECT_EQ(maps, 1u);
+  cache.deallocate_raw(a, 4 * KiB);
+  cache.trim_cache(0);
+  const cumem::Snapshot after = cumem::Snapshot::take(cache);
+  EXPECT_EQ(after.totals().bytes_reserved, 0u);
+  EXPECT_TRUE(after.segments().empty()) << "the range freed with its page";
+}
+
 TEST_F(FakeVmmSnapshot, AVirtualBufferIsItsRangeMappedAndReserved) {
   cumem_virtual_resource_options_t o = cumem::virtual_resource_options();
   o.reserve_size = 64 * MiB;
