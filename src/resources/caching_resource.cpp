@@ -971,7 +971,7 @@ class CachingResource final : public Adaptor,
                   bool* left) {
     const uintptr_t key = stream_ordered_ ? stream_key(stream) : kAnyStream;
     std::lock_guard<std::mutex> lock(central_.mutex);
-    const bool short_of_fragments = recycle_fragments(rounded, key, stream, wait);
+    const bool short_of_fragments = recycle_fragments(rounded, key, wait);
     if (left) *left = short_of_fragments;
     Grown g;
     try {
@@ -986,10 +986,9 @@ class CachingResource final : public Adaptor,
     if (g.taken.split) central_.streams.add(key, stream_ordered_ ? stream : nullptr);
     ++central_.counts.misses;
     // A marker after the frees so far (one driver call, none while one is
-    // pending): the next recycle finds their fragments done. The stream is
-    // handed in: a foreign one takes it too.
+    // pending): the next recycle finds their fragments done.
     if (stream_ordered_ && device_)
-      (void)markers_.mark(key, stream, central_.segments->advance_clock(), true);
+      (void)markers_.mark(key, stream, central_.segments->advance_clock());
     count_reserved(g.mapped);
     if (!short_of_fragments)  // the fragments left are recycle_fragments' slack, not a new mark
       central_.high_water = std::max(central_.high_water, reserved_.load(std::memory_order_relaxed));
@@ -1007,11 +1006,10 @@ class CachingResource final : public Adaptor,
   }
 
   // Under the central lock, before new pages are mapped for a block of
-  // `rounded` bytes on `key` (for `stream`, handed in): where free pieces
-  // too small for it hold whole pages (fragments between blocks in use),
-  // those pages are unmapped first, so that the cache takes no more
-  // physical memory than it holds when only fragmentation keeps it from
-  // serving the block. Without this a
+  // `rounded` bytes on `key`: where free pieces too small for it hold whole
+  // pages (fragments between blocks in use), those pages are unmapped
+  // first, so that the cache takes no more physical memory than it holds
+  // when only fragmentation keeps it from serving the block. Without this a
   // training run whose layout differs from the last one keeps mapping
   // pages: the cache would end each run higher than the one before.
   //
@@ -1029,7 +1027,7 @@ class CachingResource final : public Adaptor,
   // training 5 waits in 7 recycles on the H100, at 38.1 steps/s against
   // PyTorch's 41.8.)
   // Returns whether fragments not known done stayed (without `wait`).
-  bool recycle_fragments(uint64_t rounded, uintptr_t key, const Stream* stream, bool wait) {
+  bool recycle_fragments(uint64_t rounded, uintptr_t key, bool wait) {
     const uint64_t wanted = expandable_->fragment_bytes(rounded, key);
     if (wanted == 0) return false;
     std::vector<std::pair<char*, uint64_t>> unmapped;
@@ -1048,9 +1046,7 @@ class CachingResource final : public Adaptor,
       if (bytes < wanted && !pending.empty()) {
         const uint64_t covers = central_.segments->advance_clock();
         bool marked = false;
-        for (uintptr_t k : pending)
-          marked |= k == key ? markers_.mark(k, stream, covers, true)  // handed in: alive
-                             : markers_.mark(k, central_.streams.stream(k), covers);
+        for (uintptr_t k : pending) marked |= markers_.mark(k, central_.streams.stream(k), covers);
         if (marked) {
           pending.clear();
           markers_.begin();

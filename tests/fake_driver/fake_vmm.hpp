@@ -53,17 +53,6 @@ class FakeVmm {
     find(access_of_, "fake_vmm_access");
     find(chunk_prop_, "fake_vmm_chunk_prop");
   }
-  // A driver entry point, as libcumem finds it (cuGetProcAddress_v2).
-  void* driver_entry(const char* name) const {
-    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t,
-                                 CUdriverProcAddressQueryResult*);
-    auto get = library_ ? reinterpret_cast<GetProc>(dlsym(library_, "cuGetProcAddress_v2")) : nullptr;
-    void* fn = nullptr;
-    CUdriverProcAddressQueryResult found{};
-    if (!get || get(name, &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS)
-      return nullptr;
-    return fn;
-  }
   ~FakeVmm() {
     if (library_) dlclose(library_);
   }
@@ -78,20 +67,6 @@ class FakeVmm {
         !chunk_prop_)
       return "the library named by CUMEM_LIBCUDA is not the VMM fake (fake_cuda_vmm)";
     return "";
-  }
-
-  // A stream made through the driver, not through libcumem (as PyTorch's
-  // and CuPy's are): foreign to libcumem. Needs a current context
-  // (cumem_device_set_current). Null when the driver makes none.
-  CUstream create_native_stream() const {
-    using Create = CUresult (*)(CUstream*, unsigned int, int);
-    auto create = reinterpret_cast<Create>(driver_entry("cuStreamCreateWithPriority"));
-    CUstream s = nullptr;
-    return create && create(&s, 0, 0) == CUDA_SUCCESS ? s : nullptr;
-  }
-  void destroy_native_stream(CUstream s) const {
-    using Destroy = CUresult (*)(CUstream);
-    if (auto destroy = reinterpret_cast<Destroy>(driver_entry("cuStreamDestroy"))) destroy(s);
   }
 
   FakeVmmCounts counts() const {

@@ -10,12 +10,11 @@ namespace {
 
 bool is_legacy_key(uintptr_t key) { return key == reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY); }
 
-// Stream keys with no stream: the per-thread default streams, keys the
-// cache no longer holds a stream for, and foreign streams not handed in
-// by the call (`alive`).
-CUstream native_of(uintptr_t key, const Stream* stream, bool alive) {
+// Stream keys with no stream: the per-thread default streams, and keys the
+// cache no longer holds a stream for.
+CUstream native_of(uintptr_t key, const Stream* stream) {
   if (is_legacy_key(key)) return CU_STREAM_LEGACY;
-  if (!stream || (stream->foreign() && !alive) || is_per_thread_key(key)) return nullptr;
+  if (!stream || stream->foreign() || is_per_thread_key(key)) return nullptr;
   return stream->native();
 }
 
@@ -76,23 +75,26 @@ RecycleMarkers::Entry& RecycleMarkers::entry(uintptr_t key) {
 bool RecycleMarkers::done(uintptr_t key, const Stream* stream, uint64_t freed_at) {
   if (key == kAnyStream || freed_at == 0) return true;  // no pending work
   if (!device_) return false;
-  const bool foreign = stream && stream->foreign();
-  Entry* e = foreign ? &entry(key) : find(key);
-  if (!e) return false;
-  if (e->asked != generation_) {
-    e->asked = generation_;
-    if (e->pending) (void)completed(*e);
-    // A foreign stream's own free marker says when all its eager frees are
-    // done; the cache's marker on it (recorded while it was handed in)
-    // says so for the frees before it, however far the newest ones lag.
-    if (foreign) e->foreign_done = stream->marker_done();
+  if (stream && stream->foreign()) {
+    Entry& e = entry(key);
+    if (e.asked != generation_) {
+      e.asked = generation_;
+      e.foreign_done = stream->marker_done();
+    }
+    return e.foreign_done;
   }
-  return freed_at <= e->done_through || (foreign && e->foreign_done);
+  Entry* e = find(key);
+  if (!e) return false;
+  if (e->pending && e->asked != generation_) {
+    e->asked = generation_;
+    (void)completed(*e);
+  }
+  return freed_at <= e->done_through;
 }
 
-bool RecycleMarkers::mark(uintptr_t key, const Stream* stream, uint64_t covers, bool alive) {
+bool RecycleMarkers::mark(uintptr_t key, const Stream* stream, uint64_t covers) {
   if (!device_) return false;
-  const CUstream native = native_of(key, stream, alive);
+  const CUstream native = native_of(key, stream);
   if (!native) return false;
   Entry& e = entry(key);
   if (e.pending) return true;  // covers less; the next recycle after it completes records again

@@ -13,12 +13,8 @@
 //
 // Per stream key: the legacy default stream and libcumem's own streams get an
 // event of the cache's; a foreign stream (a framework's) is never touched
-// after its free: it gets the cache's event only while an allocation hands
-// it in (`alive`), and besides, its own free marker (Stream::marker_done)
-// says whether all its eager frees (the large pieces') are done (PyTorch
-// frees large blocks all the time, so that marker alone rarely says done
-// while the device lags, and fragments freed long before stayed unknown:
-// the cache mapped new pages in their place); a per-thread default
+// after its free, and its own free marker (Stream::marker_done) says whether
+// all its eager frees (the large pieces') are done; a per-thread default
 // stream cannot be named from here, and its pieces are done only after a
 // device wait. Under the adaptor's central lock.
 #pragma once
@@ -46,12 +42,10 @@ class RecycleMarkers {
   bool done(uintptr_t key, const Stream* stream, uint64_t freed_at);
   // Records a marker on `key`'s stream that covers the frees stamped up to
   // `covers` (the clock before it moves on), unless one is pending (true
-  // then too: a later record follows its completion). `alive`: the stream
-  // was handed in by the call that asks (an allocation on it), so a foreign
-  // one may take the record too. False when the key's stream cannot take
-  // one (foreign and not handed in, per-thread, capturing, or a driver
+  // then too: a later record follows its completion). False when the key's
+  // stream cannot take one (foreign, per-thread, capturing, or a driver
   // failure): its pieces are not known done until a device wait.
-  bool mark(uintptr_t key, const Stream* stream, uint64_t covers, bool alive = false);
+  bool mark(uintptr_t key, const Stream* stream, uint64_t covers);
   // Pending markers (tests).
   size_t pending() const;
 

@@ -349,54 +349,6 @@ TEST_F(ExpandableCache, SmallFragmentsWithWorkQueuedStayWithoutAWait) {
   free(big1, 1000 * MiB);
 }
 
-// The same on a stream libcumem did not make (PyTorch's): the cache
-// records its marker on it while an allocation hands it in, and a later
-// miss recycles a fragment freed before that marker once the marker is
-// done, however far behind the stream's newest frees are (its own free
-// marker, recorded at each large free, alone kept such fragments unknown
-// while the device lagged: the cache mapped new pages in their place, and
-// a second training ended 0.05 GiB above the first).
-TEST_F(ExpandableCache, AForeignStreamsOldFragmentsRecycleWhileItsNewFreesRun) {
-  fake.set_memory(uint64_t{4} << 30);
-  CUMEM_ASSERT_OK(cumem_device_set_current(device));
-  const CUstream foreign = fake.create_native_stream();
-  ASSERT_NE(foreign, nullptr);
-  auto alloc = [&](size_t size) {
-    void* p = nullptr;
-    EXPECT_EQ(cumem_resource_allocate_native(cache, size, foreign, &p), CUMEM_SUCCESS)
-        << cumem_last_error_message();
-    return p;
-  };
-  auto release = [&](void* p, size_t size) {
-    EXPECT_EQ(cumem_resource_deallocate_native(cache, p, size, foreign), CUMEM_SUCCESS)
-        << cumem_last_error_message();
-  };
-  void* big1 = alloc(1000 * MiB);
-  void* big2 = alloc(1000 * MiB);
-  void* a = alloc(20 * MiB);
-  void* b = alloc(20 * MiB);
-  void* x = alloc(20 * MiB);
-  fake.busy_stream(foreign);  // a kernel that uses a
-  release(a, 20 * MiB);
-  void* c = alloc(30 * MiB);  // a's page is too small for it: a fragment, not done
-  EXPECT_EQ(fake.access_of(a, 0), CU_MEM_ACCESS_FLAGS_PROT_READWRITE) << "a's page stays";
-  // The kernel that used a has run; newer work, and a newer large free, not.
-  fake.finish_stream(foreign);
-  fake.busy_stream(foreign);
-  release(x, 20 * MiB);  // the stream's own marker now waits for this free
-  void* d = alloc(30 * MiB);
-  EXPECT_EQ(fake.access_of(a, 0), -1) << "a's fragment recycled, known done by the cache's marker";
-  const cumem_caching_statistics_t s = caching_of(cache);
-  EXPECT_GE(s.recycles, 1u);
-  EXPECT_EQ(s.recycle_waits, 0u);
-  fake.finish_stream(foreign);
-  for (auto [p, n] : {std::pair{d, 30 * MiB}, {c, 30 * MiB}, {b, 20 * MiB}, {big2, 1000 * MiB},
-                      {big1, 1000 * MiB}})
-    release(p, n);
-  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));  // nothing left on the stream
-  fake.destroy_native_stream(foreign);
-}
-
 // Each stream that maps pages gets a marker (an event); many streams (one
 // per request, say) leave at most 16 of them, not one each.
 TEST_F(ExpandableCache, RecycleMarkersStayBoundedOverManyStreams) {
