@@ -50,10 +50,11 @@
 //   to 512 B only, with pages (by default 8 MiB for blocks of 16 MiB or
 //   more, else 2 MiB) mapped when the free pieces cannot serve a request
 //   and unmapped when the cache gives memory back (trim, release_cached,
-//   out of memory), after a wait for the device; before new pages, free fragments' pages are recycled once known done
-//   (recycle_fragments: no device wait while the cache stays within 1 % of
-//   its high-water mark). Small blocks are pieces of ranges of their own
-//   (small_pages_: pages of the smaller size, 2 MiB by default), carved
+//   out of memory), after a wait for the device; before new pages, free
+//   fragments' pages are recycled once known done (recycle_fragments: no
+//   device wait while the cache stays within 1 % of its high-water mark).
+//   Small blocks are pieces of ranges of their own (small_pages_: pages of
+//   the smaller size, 2 MiB by default), carved
 //   where a small miss finds no cached block and cached by size class as in
 //   the plain cache; the cache gives memory back by merging them there and
 //   unmapping the whole pages free. (Allocations of their own from a driver
