@@ -1218,7 +1218,7 @@ class VirtualIpcHandle
     return VirtualIpcHandle(h);
   }
   // The pages of a native allocation at `ptr` of `resource` (a virtual
-  // resource's, or a large block of an expandable cache made with the
+  // resource's, or a block of an expandable cache made with the
   // POSIX fd handle type), shared as `size` bytes (0: the whole block).
   static VirtualIpcHandle of_native(const Resource& resource, const void* ptr, size_t size = 0);
   uint32_t fd_count() const {

@@ -428,15 +428,16 @@ class Resource(_Handle):
     @classmethod
     def caching(cls, upstream, expandable=False, page_size=0, libcumem_captures_only=False,
                 handle_type=None):
-        """The caching adaptor over `upstream`. expandable: large blocks are pieces of
-        per-stream address ranges with pages mapped on demand (device memory only;
+        """The caching adaptor over `upstream`. expandable: blocks are pieces of
+        per-stream address ranges with pages mapped on demand, small blocks
+        (up to 128 KiB) in ranges of their own (device memory only;
         page_size 0: 8 MiB pages for blocks of 16 MiB or more, 2 MiB for the
         others; else every page is page_size bytes), as PyTorch's
         expandable_segments:True.
         libcumem_captures_only: see only CUDA graph captures begun through
         libcumem (no driver call per allocation; captures begun by PyTorch or
         CuPy are then not seen).
-        handle_type: with expandable, "posix_fd" makes the large blocks shareable
+        handle_type: with expandable, "posix_fd" makes the blocks shareable
         with other processes (Buffer.get_virtual_ipc_handle(),
         VirtualIpcHandle.of_native()); None (default): not shareable."""
         if handle_type not in (None, "posix_fd"):
