@@ -194,10 +194,11 @@ class CachingResource final : public Adaptor,
         log::swallowed("giving the capture pools' memory back to the upstream resource");
       }
     }
-    if (expandable_ && expandable_->in_use_bytes() + small_pages_->in_use_bytes() != 0)
+    const uint64_t in_use =
+        expandable_ ? expandable_->in_use_bytes() + small_pages_->in_use_bytes() : 0;
+    if (in_use != 0)
       log::write(log::Level::warning,
-                 describe() + " was destroyed with " +
-                     describe_bytes(expandable_->in_use_bytes() + small_pages_->in_use_bytes()) +
+                 describe() + " was destroyed with " + describe_bytes(in_use) +
                      " of blocks still allocated: their pages stay mapped until the process ends");
   }
   std::string describe() const override {
@@ -335,11 +336,10 @@ class CachingResource final : public Adaptor,
       if (const auto it = small.find(ptr); it != small.end()) {
         segment = ptr;
         segment_size = it->second;
+      } else if (expandable_) {
+        if (const Piece* p = handed_out_at(ptr)) return expandable_pages(*p, first, bytes);
       } else if (const Piece* p = piece_at(*central_.segments, ptr)) {
-        if (p->segment) return expandable_pages(*p, first, bytes);
         whole_segment(*p, segment, segment_size);
-      } else if (const Piece* q = small_pages_ ? piece_at(*small_pages_, ptr) : nullptr) {
-        return expandable_pages(*q, first, bytes);
       }
     }
     if (!segment) {
@@ -366,7 +366,7 @@ class CachingResource final : public Adaptor,
   // of its pages: one made with the POSIX fd handle type shares those as
   // virtual IPC handles.
   Ref<AllocationHandle> get_allocation_handle() const override {
-    return upstream_shareable("exporting the pool of " + describe() + "'s small blocks")
+    return upstream_shareable("exporting the pool under " + describe())
         .get_allocation_handle();
   }
   IpcDescriptor get_ipc_descriptor(void* ptr, size_t size) const override {
@@ -405,8 +405,7 @@ class CachingResource final : public Adaptor,
     uint64_t block = 0;
     {
       std::lock_guard<std::mutex> lock(central_.mutex);
-      const Piece* p = piece_at(*central_.segments, ptr);
-      if (!p || !p->segment) p = piece_at(*small_pages_, ptr);
+      const Piece* p = handed_out_at(ptr);
       if (!p)
         fail(Status::invalid_argument, "sharing " + address_text(ptr) + ": no block of " +
                                            describe() + " handed out starts there");
@@ -444,7 +443,7 @@ class CachingResource final : public Adaptor,
     std::lock_guard<std::mutex> lock(central_.mutex);
     central_.small.for_each([&](const Block& b) { kept.emplace(b.ptr, b.key); });
     describe_segments(*central_.segments, kept, out);
-    if (small_pages_) describe_segments(*small_pages_, kept, out);
+    if (expandable_) describe_segments(*small_pages_, kept, out);
     describe_small(central_.small_segments, kept, out);
   }
 
@@ -571,6 +570,12 @@ class CachingResource final : public Adaptor,
   static const Piece* piece_at(const Segments& segments, void* ptr) {
     const auto it = segments.pieces().find(ptr);
     return it == segments.pieces().end() || it->second->free ? nullptr : it->second;
+  }
+  // Under the central lock, in an expandable cache: the piece handed out at
+  // `ptr`, a large block's or a small one's (pages either way), or null.
+  const Piece* handed_out_at(void* ptr) const {
+    if (const Piece* p = piece_at(*central_.segments, ptr)) return p;
+    return piece_at(*small_pages_, ptr);
   }
   // The upstream allocation (segment) that the piece `p` is part of.
   static void whole_segment(const Piece& p, void*& ptr, uint64_t& size) {
@@ -899,20 +904,38 @@ class CachingResource final : public Adaptor,
     for (const Block& b : own) small_pages_->put_back(b.ptr, b.key);
     if (void* p = take_small_piece(rounded, key)) return p;
     Grown g;
+    if (!grow(*small_pages_, rounded, key, refusal, g)) return nullptr;
+    count_mapped(g, stream, false);
+    return g.taken.ptr;
+  }
+
+  // Under the central lock: pages of `segments` mapped for a block of
+  // `rounded` bytes on `key` (ExpandableSegments::grow) into `g`; false,
+  // why in `refusal`, when they are out of memory.
+  static bool grow(ExpandableSegments& segments, uint64_t rounded, uintptr_t key,
+                   std::string* refusal, Grown& g) {
     try {
-      g = small_pages_->grow(rounded, key);
+      g = segments.grow(rounded, key);
+      return true;
     } catch (const Error& e) {
       if (e.status() != Status::out_of_memory) throw;
       *refusal = e.what();
-      return nullptr;
+      return false;
     }
+  }
+
+  // Under the central lock, after grow(): a miss, the pages' bytes
+  // reserved, the high-water mark raised (unless `loan`: mapped in the
+  // place of fragments left for their work, recycle_fragments' slack), and
+  // the mapping in the history.
+  void count_mapped(const Grown& g, const Stream* stream, bool loan) {
     ++central_.counts.misses;
     count_reserved(g.mapped);
-    central_.high_water = std::max(central_.high_water, reserved_.load(std::memory_order_relaxed));
+    if (!loan)
+      central_.high_water = std::max(central_.high_water, reserved_.load(std::memory_order_relaxed));
     if (history::on())
       history::record(history::Action::segment_map, id(), g.mapped_at, g.mapped,
                       history::stream_value(stream));
-    return g.taken.ptr;
   }
 
   // Under the central lock: a free piece of small_pages_ on `key` (or with
@@ -975,34 +998,22 @@ class CachingResource final : public Adaptor,
     const bool short_of_fragments = recycle_fragments(rounded, key, wait);
     if (left) *left = short_of_fragments;
     Grown g;
-    try {
-      g = expandable_->grow(rounded, key);
-    } catch (const Error& e) {
-      if (e.status() != Status::out_of_memory) throw;
-      *refusal = e.what();
-      return nullptr;
-    }
+    if (!grow(*expandable_, rounded, key, refusal, g)) return nullptr;
     for (int i = 0; i < g.consumed_count; ++i) central_.streams.remove(g.consumed[i]);
     // The rest of the new pages is free, ordered after this stream's work.
     if (g.taken.split) central_.streams.add(key, stream_ordered_ ? stream : nullptr);
-    ++central_.counts.misses;
     // A marker after the frees so far (one driver call, none while one is
     // pending): the next recycle finds their fragments done.
     if (stream_ordered_ && device_)
       (void)markers_.mark(key, stream, central_.segments->advance_clock());
-    count_reserved(g.mapped);
-    if (!short_of_fragments)  // the fragments left are recycle_fragments' slack, not a new mark
-      central_.high_water = std::max(central_.high_water, reserved_.load(std::memory_order_relaxed));
-    else if (log::enabled(log::Level::info))
+    count_mapped(g, stream, short_of_fragments);
+    if (short_of_fragments && log::enabled(log::Level::info))
       log::write(log::Level::info,
                  describe() + ": mapped " + describe_bytes(g.mapped) + " for a block of " +
                      describe_bytes(rounded) + " in the place of fragments whose work was not "
                      "known done (holding " +
                      describe_bytes(reserved_.load(std::memory_order_relaxed)) +
                      ", the high-water mark " + describe_bytes(central_.high_water) + ")");
-    if (history::on())
-      history::record(history::Action::segment_map, id(), g.mapped_at, g.mapped,
-                      history::stream_value(stream));
     return g.taken.ptr;
   }
 
@@ -1154,7 +1165,7 @@ class CachingResource final : public Adaptor,
     central_.small.drain([&](const Block& b) { small.push_back(b); });
     central_.small_cached = 0;
     if (small.empty() && large.empty() && !central_.segments->has_free() &&
-        !(small_pages_ && small_pages_->has_free()))
+        !(expandable_ && small_pages_->has_free()))
       return;
     // Work queued before the frees may still use the blocks (and their
     // pages); after this wait, which stream freed what no longer matters.

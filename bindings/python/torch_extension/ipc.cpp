@@ -113,7 +113,7 @@ std::shared_ptr<cumem_allocation_handle_t> Allocator::pool_handle_of(cumem_resou
   if (it != pool_handles_.end()) return it->second;
   cumem_allocation_handle_t* h = nullptr;
   CUMEM_TORCH_OK(cumem_resource_get_allocation_handle(resource, &h),
-                 "exporting the pool of the framework resource's small blocks");
+                 "exporting the IPC-enabled pool under the framework resource");
   cumem_resource_retain(resource);  // its pointer is the key: never reused meanwhile
   std::shared_ptr<cumem_allocation_handle_t> held(h, [resource](cumem_allocation_handle_t* p) {
     cumem_allocation_handle_release(p);
