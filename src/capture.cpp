@@ -49,6 +49,16 @@ thread_local int relaxed_depth = 0;
 using Known = KnownCapture::Answer;
 thread_local Known known;
 
+// Field by field: a copy of the whole struct (25 bytes) compiles to two
+// overlapping 16-byte moves, whose load stalls on the store just made
+// (store forwarding fails): 20 ns of each framework call on a stream.
+void assign(Known& to, const Known& from) noexcept {
+  to.stream = from.stream;
+  to.info.status = from.info.status;
+  to.info.id = from.info.id;
+  to.has_id = from.has_id;
+}
+
 }  // namespace
 
 CaptureStatus capture_status(const Stream* stream) {
@@ -98,12 +108,12 @@ CaptureInfo capture_info(const Stream* stream) {
 KnownCapture::KnownCapture(const Stream* stream, CaptureInfo info, bool has_id) noexcept
     : remembers_(!never_captures(stream)) {
   if (!remembers_) return;  // answered without a call anyway
-  previous_ = known;
-  known = {stream, info, has_id};
+  assign(previous_, known);
+  assign(known, Known{stream, info, has_id});
 }
 
 KnownCapture::~KnownCapture() {
-  if (remembers_) known = previous_;
+  if (remembers_) assign(known, previous_);
 }
 
 CaptureInfo capture_question(const Stream* stream, bool& has_id) {

@@ -1,5 +1,6 @@
 #include "framework.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -8,7 +9,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
+#include <utility>
+#include <vector>
 
 #include "alloc_conf.hpp"
 #include "capture.hpp"
@@ -31,42 +33,94 @@ namespace {
 constexpr int kMaxDevices = 64;
 constexpr size_t kShards = 256;
 
-// Readers of the slots' published choices (below), counted per thread
-// shard, each count on its own cache line: a writer that replaces a choice
-// waits until no reader that may have seen the old one is left before it
-// lets go of its reference, so that a reader's retain always meets a live
-// resource, and readers share no cache line with each other.
-struct alignas(64) ReaderCount {
-  std::atomic<uint32_t> n{0};
+// Readers of the slots' published choices, one per thread shard (each on
+// a cache line of its own), and the framework's hold on the resources its
+// allocations came from.
+//
+// A reader reads a choice under its shard's lock (a thread's own, so
+// uncontended), and keeps the chosen resource alive past the lock by a
+// count in its shard's holder of that resource, which holds one reference:
+// an allocation counts itself there until its free is done, so that no
+// allocation touches a reference count (or any other cache line) that
+// other threads write. A writer that replaces a choice publishes it, then
+// sweeps every reader (sweep_readers): once it has taken and let go of a
+// reader's lock, that reader holds the old choice only through counts, and
+// a holder of a resource that no slot chooses goes (with its reference)
+// when its count reaches zero, at once if it is zero.
+struct Holder {
+  Resource* resource = nullptr;
+  Ref<Resource> reference;
+  size_t live = 0;       // allocations (and readers in a call) that count on it
+  bool retired = false;  // not chosen at the last sweep: goes when `live` is 0
 };
-ReaderCount* reader_counts() {
-  static ReaderCount* counts = new ReaderCount[kThreadShards + 1];  // never destroyed, as State
-  return counts;
+struct alignas(64) Reader {
+  SpinLock lock;
+  std::vector<Holder> holders;  // a few: one per resource chosen while this shard read
+};
+Reader* readers() {
+  static Reader* r = new Reader[kThreadShards + 1];  // never destroyed, as State
+  return r;
 }
 
-// A reader's scope: from before it reads a choice until it holds its own
-// reference (a few instructions).
-class ReadingChoice {
+constexpr uint16_t kNoReader = UINT16_MAX;
+
+// What keeps an allocation's resource alive until its free is done: a
+// count in a reader's holder (a published choice), or a reference of its
+// own (a resource the caller named, or a choice just made).
+class Hold {
  public:
-  ReadingChoice() noexcept : count_(reader_counts()[thread_shard().index].n) {
-    count_.fetch_add(1, std::memory_order_seq_cst);
+  Hold() = default;
+  explicit Hold(Ref<Resource> own) noexcept : resource_(own.get()), own_(std::move(own)) {}
+  Hold(Resource* counted, uint16_t reader) noexcept : resource_(counted), reader_(reader) {}
+  Hold(Hold&& o) noexcept
+      : resource_(std::exchange(o.resource_, nullptr)),
+        own_(std::move(o.own_)),
+        reader_(std::exchange(o.reader_, kNoReader)) {}
+  Hold& operator=(Hold&& o) noexcept {
+    if (this != &o) {
+      let_go();
+      resource_ = std::exchange(o.resource_, nullptr);
+      own_ = std::move(o.own_);
+      reader_ = std::exchange(o.reader_, kNoReader);
+    }
+    return *this;
   }
-  ~ReadingChoice() { count_.fetch_sub(1, std::memory_order_release); }
-  ReadingChoice(const ReadingChoice&) = delete;
-  ReadingChoice& operator=(const ReadingChoice&) = delete;
+  ~Hold() { let_go(); }
+
+  Resource* get() const noexcept { return resource_; }
+  Resource* operator->() const noexcept { return resource_; }
+  Ref<Resource> reference() const noexcept { return Ref<Resource>::share(resource_); }
 
  private:
-  std::atomic<uint32_t>& count_;
-};
+  // The count goes down after the allocation's free is done, so a holder
+  // that goes with it (its resource retired) lets go of a resource no
+  // call uses any more.
+  void let_go() noexcept {
+    if (reader_ == kNoReader) return;
+    Reader& reader = readers()[reader_];
+    Ref<Resource> gone;
+    {
+      std::lock_guard<SpinLock> lock(reader.lock);
+      std::vector<Holder>& holders = reader.holders;
+      for (size_t i = 0; i < holders.size(); ++i) {
+        Holder& h = holders[i];
+        if (h.resource != resource_) continue;
+        if (--h.live == 0 && h.retired) {
+          gone = std::move(h.reference);
+          holders[i] = std::move(holders.back());
+          holders.pop_back();
+        }
+        break;
+      }
+    }
+    reader_ = kNoReader;
+    resource_ = nullptr;
+  }
 
-// After a choice was replaced (published): returns once every reader that
-// may have read the old one holds its own reference or gave up.
-void wait_for_readers() noexcept {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  ReaderCount* counts = reader_counts();
-  for (size_t i = 0; i <= kThreadShards; ++i)
-    while (counts[i].n.load(std::memory_order_acquire) != 0) std::this_thread::yield();
-}
+  Resource* resource_ = nullptr;
+  Ref<Resource> own_;
+  uint16_t reader_ = kNoReader;
+};
 
 // The resource choice of one device: the one set_resource gave, else the
 // default (the configuration's resource, src/alloc_conf.hpp), cached with
@@ -77,8 +131,9 @@ void wait_for_readers() noexcept {
 // no lock (every allocation asks): `chosen` and the conditions under which
 // it is still the choice, under a sequence count that is odd while the
 // lock holder changes them (a reader that sees it change asks under the
-// lock). The slot's reference keeps `chosen` alive while readers may hold
-// its address: a reference replaced goes only after wait_for_readers().
+// lock). Readers read it under their reader's lock (above); the slot's
+// reference keeps `chosen` alive until a writer that replaced it has swept
+// the readers (sweep_readers), so a reader that read it meets it alive.
 struct Slot {
   std::mutex mutex;
   Ref<Resource> resource;
@@ -95,7 +150,7 @@ struct Slot {
   std::atomic<uint64_t> chosen_generation{0};
 
   // Under `mutex`, after every change of resource or fallback (and before
-  // the references they replaced are let go, after wait_for_readers()).
+  // the references they replaced are let go, after sweep_readers()).
   void publish() noexcept {
     const uint64_t n = sequence.load(std::memory_order_relaxed);
     sequence.store(n + 1, std::memory_order_relaxed);
@@ -110,10 +165,10 @@ struct Slot {
   }
 
   // The published choice, if it is still the choice for `version` and
-  // `generation`; null means: ask under the lock.
-  Ref<Resource> try_chosen(uint64_t version, uint64_t generation) const noexcept {
-    const ReadingChoice reading;
-    const uint64_t before = sequence.load(std::memory_order_seq_cst);
+  // `generation`; null means: ask under the lock. The caller holds a
+  // reader's lock, which keeps the result alive until it lets go.
+  Resource* chosen_now(uint64_t version, uint64_t generation) const noexcept {
+    const uint64_t before = sequence.load(std::memory_order_acquire);
     if (before & 1) return nullptr;
     Resource* r = chosen.load(std::memory_order_relaxed);
     const bool is_set = chosen_is_set.load(std::memory_order_relaxed);
@@ -123,7 +178,7 @@ struct Slot {
     std::atomic_thread_fence(std::memory_order_acquire);
     if (!r || sequence.load(std::memory_order_relaxed) != before) return nullptr;
     if (!is_set && (g != generation || (tracks && v != version))) return nullptr;
-    return Ref<Resource>::share(r);  // alive: its replacement waits for this reader
+    return r;
   }
 };
 
@@ -131,7 +186,7 @@ struct Slot {
 // allocation made on it (the free may be ordered after its work); null is
 // the legacy default stream.
 struct Record {
-  Ref<Resource> resource;
+  Hold resource;
   size_t size = 0;
   Ref<Stream> stream;
   bool captured = false;  // allocated on a capturing stream (graph memory)
@@ -154,6 +209,62 @@ struct State {
 State& state() {
   static State* s = new State;
   return *s;
+}
+
+// After a choice was replaced (published), before the reference it held
+// is let go: takes and lets go of every reader's lock, so that a reader
+// that read the old choice has counted it in a holder, and marks each
+// holder of a resource that no slot chooses now to go when its count is
+// zero, letting go at once of those whose count is. Without a slot's lock
+// held; never under a reader's lock.
+void sweep_readers() {
+  std::vector<Resource*> chosen;
+  for (const Slot& slot : state().slots)
+    if (Resource* r = slot.chosen.load(std::memory_order_acquire)) chosen.push_back(r);
+  std::vector<Ref<Resource>> gone;
+  Reader* all = readers();
+  for (size_t i = 0; i <= kThreadShards; ++i) {
+    std::lock_guard<SpinLock> lock(all[i].lock);
+    std::vector<Holder>& holders = all[i].holders;
+    for (size_t k = 0; k < holders.size();) {
+      Holder& h = holders[k];
+      if (std::find(chosen.begin(), chosen.end(), h.resource) == chosen.end()) h.retired = true;
+      if (h.retired && h.live == 0) {
+        gone.push_back(std::move(h.reference));
+        holders[k] = std::move(holders.back());
+        holders.pop_back();
+      } else {
+        ++k;
+      }
+    }
+  }
+  // `gone` lets go here, outside every lock.
+}
+
+// The published choice of `device`, counted in the calling thread's
+// reader: no reference count is touched unless this thread's reader holds
+// no holder of it yet. Null: nothing is published for this version and
+// generation (the caller asks get_resource).
+Hold hold_published(Slot& slot, uint64_t version, uint64_t generation) {
+  const size_t index = thread_shard().index;
+  Reader& reader = readers()[index];
+  std::lock_guard<SpinLock> lock(reader.lock);
+  Resource* r = slot.chosen_now(version, generation);
+  if (!r) return Hold{};
+  Holder* holder = nullptr;
+  for (Holder& h : reader.holders)
+    if (h.resource == r) {
+      holder = &h;
+      break;
+    }
+  if (!holder) {
+    // Alive: its slot lets go of it only after sweeping this reader.
+    reader.holders.push_back(Holder{r, Ref<Resource>::share(r), 0, false});
+    holder = &reader.holders.back();
+  }
+  holder->retired = false;  // chosen now: a later change sweeps this reader again
+  ++holder->live;
+  return Hold(r, static_cast<uint16_t>(index));
 }
 
 Shard& shard_of(void* ptr) {
@@ -304,9 +415,9 @@ void set_resource(int device, Ref<Resource> resource) {
     slot.resource = std::move(resource);
     slot.publish();
   }
-  // `old` is released here, outside the lock, once no allocation that may
-  // have read it is still taking its reference; its allocations keep it alive.
-  wait_for_readers();
+  // `old` is let go here, outside the lock, once every reader that may have
+  // read it counts it in a holder; its allocations keep it alive.
+  sweep_readers();
 }
 
 Ref<Resource> get_resource(int device) {
@@ -316,7 +427,12 @@ Ref<Resource> get_resource(int device) {
   // next call look again, never keeps a stale choice.
   const uint64_t version = device_memory_resource_version(device);
   const uint64_t generation = configuration().generation.load(std::memory_order_acquire);
-  if (Ref<Resource> chosen = slot.try_chosen(version, generation)) return chosen;
+  {
+    Reader& reader = readers()[thread_shard().index];
+    std::lock_guard<SpinLock> lock(reader.lock);
+    if (Resource* chosen = slot.chosen_now(version, generation))
+      return Ref<Resource>::share(chosen);  // alive while this reader's lock is held
+  }
   Ref<Resource> kept, kept_upstream;
   uint64_t kept_generation = 0;
   {
@@ -356,7 +472,7 @@ Ref<Resource> get_resource(int device) {
     slot.fallback_generation = conf_generation;
     slot.publish();
   }
-  wait_for_readers();  // before `replaced` (and `kept`) let go of the old default
+  sweep_readers();  // before `replaced` (and `kept`) let go of the old default
   return made;
 }
 
@@ -373,7 +489,17 @@ void configure(std::string_view text) {
 void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
   if (size == 0) return nullptr;
   run_deferred_frees();  // frees a capture held back, once it ended
-  Ref<Resource> r = resource ? Ref<Resource>::share(resource) : get_resource(device);
+  Hold r;
+  if (resource) {
+    r = Hold(Ref<Resource>::share(resource));
+  } else {
+    if (device < 0 || device >= kMaxDevices) check_device(device);
+    // Read before the device's resource is, as get_resource reads them.
+    const uint64_t version = device_memory_resource_version(device);
+    const uint64_t generation = configuration().generation.load(std::memory_order_acquire);
+    r = hold_published(state().slots[device], version, generation);
+    if (!r.get()) r = Hold(get_resource(device));  // made (or changed) now
+  }
   Ref<Stream> s = native_stream(r->device(), stream);
   // Asked once (no driver call on the legacy default stream, which cannot
   // capture); the resource's own question about the stream is answered
@@ -437,7 +563,7 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
     // Memory from outside any capture, freed on a capturing stream: a graph
     // cannot free it, so the free waits until the capture ends.
     if (!record.captured && capture.capturing()) {
-      defer_free({record.resource, ptr, record.size, record.stream,
+      defer_free({record.resource.reference(), ptr, record.size, record.stream,
                   named ? std::move(named) : record.stream});
       return;
     }
