@@ -11,6 +11,7 @@ cache, its bytes reserved, pages mapped and recycles (device waits).
 """
 import argparse
 import importlib
+import os
 
 import memory_harness
 
@@ -31,6 +32,8 @@ def main():
     args = p.parse_args()
     module, cls = WORKLOADS[args.workload]
     workload = getattr(importlib.import_module(module), cls)
+    if args.allocator == "pytorch-expandable":  # as memory_harness sets it for its children
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     allocator = memory_harness.Allocator(args.allocator)
     torch = allocator.torch
     torch.manual_seed(args.seed)
