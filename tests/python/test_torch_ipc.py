@@ -8,6 +8,11 @@ its one page) the same way; a tensor of a private
 pool (torch.cuda.MemPool) refused with a clear error when pickled, never a
 crash.
 
+With CUMEM_TEST_IPC_FORM=pool, the framework resource is a plain cache over
+a pool of its own with IPC enabled instead, so that blocks go as the pool's
+handle and the block's place in it (the pool form, CUMEMTP1) rather than as
+pages (CUMEMTI1); each tensor's handle is checked to be of the form chosen.
+
 Both processes install libcumem's allocator before their first CUDA tensor:
 this module's top level runs in the parent and, with the "spawn" start
 method, in the child before the queue's tensors are unpickled."""
@@ -15,7 +20,14 @@ import os
 import sys
 
 os.environ.setdefault("CUMEM_FRAMEWORK_QUIET", "1")
+import cumem  # noqa: E402
 import cumem.torch  # noqa: E402
+
+POOL_FORM = os.environ.get("CUMEM_TEST_IPC_FORM") == "pool"
+if POOL_FORM:
+    cumem.set_framework_resource(
+        0, cumem.Resource.caching(cumem.Resource.device(0, new_pool=True, ipc_enabled=True)))
+FORM = b"CUMEMTP1" if POOL_FORM else b"CUMEMTI1"
 
 assert cumem.torch.use_libcumem_allocator(pluggable=False) == "extension"
 import torch  # noqa: E402
@@ -57,6 +69,11 @@ def main():
     torch.cuda.synchronize()
     small = torch.arange(16, dtype=torch.float32, device="cuda")  # 64 bytes: a small block
     torch.cuda.synchronize()
+    for name, tensor in (("large", t), ("small", small)):
+        handle = tensor.untyped_storage()._share_cuda_()[1]
+        if not handle.startswith(FORM):
+            failures.append(f"the {name} tensor's handle is not of the {FORM.decode()} form: "
+                            f"{handle[:8]!r}")
     inbox.put(t)
     inbox.put(t[1000:3000])
     inbox.put(small)
@@ -81,7 +98,8 @@ def main():
     if proc.exitcode != 0:
         failures.append(f"the child exited with {proc.exitcode}")
 
-    print(f"sent {N * 4 >> 20} MiB, a view and 64 bytes; child: {status} {report}")
+    print(f"sent {N * 4 >> 20} MiB, a view and 64 bytes as {FORM.decode()}; child: {status} "
+          f"{report}")
 
     # A tensor of a private pool: refused by name when pickled, the process unharmed.
     from multiprocessing.reduction import ForkingPickler
