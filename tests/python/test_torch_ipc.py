@@ -8,10 +8,10 @@ its one page) the same way; a tensor of a private
 pool (torch.cuda.MemPool) refused with a clear error when pickled, never a
 crash.
 
-With CUMEM_TEST_IPC_FORM=pool, the framework resource is a plain cache over
-a pool of its own with IPC enabled instead, so that blocks go as the pool's
-handle and the block's place in it (the pool form, CUMEMTP1) rather than as
-pages (CUMEMTI1); each tensor's handle is checked to be of the form chosen.
+With CUMEM_TEST_IPC_FORM=pool, the framework resource is a pool of its own
+with IPC enabled instead, so that tensors go as the pool's handle and the
+block's export (the pool form, CUMEMTP1) rather than as pages (CUMEMTI1);
+each tensor's handle is checked to be of the form chosen.
 
 Both processes install libcumem's allocator before their first CUDA tensor:
 this module's top level runs in the parent and, with the "spawn" start
@@ -25,8 +25,7 @@ import cumem.torch  # noqa: E402
 
 POOL_FORM = os.environ.get("CUMEM_TEST_IPC_FORM") == "pool"
 if POOL_FORM:
-    cumem.set_framework_resource(
-        0, cumem.Resource.caching(cumem.Resource.device(0, new_pool=True, ipc_enabled=True)))
+    cumem.set_framework_resource(0, cumem.Resource.device(0, new_pool=True, ipc_enabled=True))
 FORM = b"CUMEMTP1" if POOL_FORM else b"CUMEMTI1"
 
 assert cumem.torch.use_libcumem_allocator(pluggable=False) == "extension"
