@@ -50,7 +50,7 @@ constexpr size_t kShards = 256;
 struct Holder {
   Resource* resource = nullptr;
   Ref<Resource> reference;
-  size_t live = 0;       // allocations (and readers in a call) that count on it
+  size_t live = 0;       // allocations that count on it (until their free is done)
   bool retired = false;  // not chosen at the last sweep: goes when `live` is 0
 };
 struct alignas(64) Reader {
@@ -127,8 +127,8 @@ class Hold {
 // the configuration's generation and, when it is made over the device's
 // memory resource, that resource and its version.
 //
-// What get_resource would return is also published for readers that take
-// no lock (every allocation asks): `chosen` and the conditions under which
+// What get_resource would return is also published for readers that do
+// not take the slot's lock (every allocation asks): `chosen` and the conditions under which
 // it is still the choice, under a sequence count that is odd while the
 // lock holder changes them (a reader that sees it change asks under the
 // lock). Readers read it under their reader's lock (above); the slot's
