@@ -223,18 +223,24 @@ def train(allocator, workload, shapes, warmup):
     return (len(shapes) - warmup) / elapsed, allocator.taken_now()
 
 
-def run_child(workload, allocator_name, steps, warmup, seed):
-    """One allocator, in this process: the measures as a dict."""
-    allocator = Allocator(allocator_name)
+def warm_up(allocator, workload, seed):
+    """Seeds torch, runs a small model of the workload's shape (its kernels,
+    handles and workspaces made) and sets the allocator's baseline: what is
+    taken and in use from here on is measured."""
     torch = allocator.torch
     torch.manual_seed(seed)
-    # Warm-up on a small model of the same shape: kernels, handles, workspaces.
     small_model, small_step = workload.build(torch, small=True)
     for shape in workload.shapes(2, seed, smallest=True):
         small_step(shape)
     torch.cuda.synchronize()
     del small_model, small_step
     allocator.start()
+
+
+def run_child(workload, allocator_name, steps, warmup, seed):
+    """One allocator, in this process: the measures as a dict."""
+    allocator = Allocator(allocator_name)
+    warm_up(allocator, workload, seed)
     shapes = workload.shapes(steps + warmup, seed)
     steps_per_s, end_first = train(allocator, workload, shapes, warmup)
     taken = allocator.taken()

@@ -41,15 +41,8 @@ def main():
 
     import cumem
     allocator = memory_harness.Allocator("libcumem-expandable")
-    torch = allocator.torch
     cumem.record_memory_history(True, max_entries=1 << 21)
-    torch.manual_seed(args.seed)
-    small_model, small_step = workload.build(torch, small=True)
-    for shape in workload.shapes(2, args.seed, smallest=True):
-        small_step(shape)
-    torch.cuda.synchronize()
-    del small_model, small_step
-    allocator.start()
+    memory_harness.warm_up(allocator, workload, args.seed)
     shapes = workload.shapes(args.steps + args.warmup, args.seed)
     notes = []
     run_ends = []  # the top resource's event count at the end of each run

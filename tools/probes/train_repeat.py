@@ -35,14 +35,7 @@ def main():
     if args.allocator == "pytorch-expandable":  # as memory_harness sets it for its children
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     allocator = memory_harness.Allocator(args.allocator)
-    torch = allocator.torch
-    torch.manual_seed(args.seed)
-    small_model, small_step = workload.build(torch, small=True)
-    for shape in workload.shapes(2, args.seed, smallest=True):
-        small_step(shape)
-    torch.cuda.synchronize()
-    del small_model, small_step
-    allocator.start()
+    memory_harness.warm_up(allocator, workload, args.seed)
     shapes = workload.shapes(args.steps + args.warmup, args.seed)
     for run in range(1, args.runs + 1):
         steps_per_s, end = memory_harness.train(allocator, workload, shapes, args.warmup)
