@@ -182,14 +182,22 @@ struct Slot {
   }
 };
 
-// `stream` is held so that a stream libcumem created outlives the
-// allocation made on it (the free may be ordered after its work); null is
-// the legacy default stream.
+// The allocation's stream: `stream` holds a stream libcumem created, so
+// that it outlives the allocation made on it (the free may be ordered after
+// its work), and the per-thread default stream; a framework's own stream is
+// `foreign`, its CUstream, found again in the freeing thread's cache of
+// wrappers (no reference count per allocation). Both null: the legacy
+// default stream.
 struct Record {
   Hold resource;
   size_t size = 0;
   Ref<Stream> stream;
+  CUstream foreign = nullptr;
   bool captured = false;  // allocated on a capturing stream (graph memory)
+
+  CUstream native() const noexcept {
+    return stream ? stream->native() : foreign ? foreign : CU_STREAM_LEGACY;
+  }
 };
 
 // Records by address, in shards of their own lock and cache line, each a
@@ -500,7 +508,7 @@ void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
     r = hold_published(state().slots[device], version, generation);
     if (!r.get()) r = Hold(get_resource(device));  // made (or changed) now
   }
-  Ref<Stream> s = native_stream(r->device(), stream);
+  const BorrowedStream s(r->device(), stream);
   // Asked once (no driver call on the legacy default stream, which cannot
   // capture); the resource's own question about the stream is answered
   // from it.
@@ -520,7 +528,12 @@ void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
     if (!inserted)
       fail(Status::internal, "the resource handed out " + pointer_text(ptr) +
                                  ", which is still allocated by the framework entry points");
-    it->second = Record{std::move(r), size, std::move(s), capture.capturing()};
+    Record& record = it->second;
+    record.resource = std::move(r);
+    record.size = size;
+    record.stream = s.held();
+    record.foreign = s.held() || !s.get() ? nullptr : s.get()->native();
+    record.captured = capture.capturing();
   } catch (...) {
     const KnownCapture known(s.get(), capture, has_id);
     r->deallocate_raw(ptr, size, s.get());
@@ -552,31 +565,40 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
   try {
     // The free's stream: the allocation's (PyTorch frees on the stream it
     // allocated on, CuPy names none), else the one named, found once.
-    const Stream* s = record.stream.get();
-    Ref<Stream> named;
-    if (stream_given && native_or_legacy(s) != (stream ? stream : CU_STREAM_LEGACY)) {
-      named = native_stream(record.resource->device(), stream);
-      s = named.get();
-    }
+    const Device* on = record.resource->device();
+    const CUstream allocated_on = record.native();
+    const CUstream freed_on = !stream_given ? allocated_on : stream ? stream : CU_STREAM_LEGACY;
+    const bool in_record = record.stream && freed_on == allocated_on;
+    const BorrowedStream found(on, in_record ? nullptr : freed_on);
+    const Stream* s = in_record ? record.stream.get() : found.get();
     bool has_id = false;
     const CaptureInfo capture = free_capture(s, !stream_given, has_id);
+    // The allocation's stream, where the free is on another or waits: the
+    // record's, the free's own, or found (a reference: a later lookup may
+    // replace a borrowed entry).
+    const auto allocation_stream = [&]() -> Ref<Stream> {
+      if (record.stream) return record.stream;
+      if (freed_on == allocated_on) return found.reference();
+      return native_stream(on, allocated_on);
+    };
     // Memory from outside any capture, freed on a capturing stream: a graph
     // cannot free it, so the free waits until the capture ends.
     if (!record.captured && capture.capturing()) {
-      defer_free({record.resource.reference(), ptr, record.size, record.stream,
-                  named ? std::move(named) : record.stream});
+      Ref<Stream> free_stream = Ref<Stream>::share(const_cast<Stream*>(s));
+      defer_free({record.resource.reference(), ptr, record.size, allocation_stream(),
+                  std::move(free_stream)});
       return;
     }
-    const CUstream allocated_on = native_or_legacy(record.stream.get());
-    const CUstream freed_on = native_or_legacy(s);
     if (freed_on != allocated_on) {
-      const Device* device = s ? &s->device() : record.resource->device();
+      const Device* device = s ? &s->device() : on;
       // The record keeps a stream libcumem created alive, so the event can
       // be recorded on it (should that fail anyway, the device is waited
       // for); a framework's own stream may be gone, so then the device is.
-      if (device)
-        order_after_remembered(*device, record.stream.get(), freed_on,
+      if (device) {
+        const Ref<Stream> earlier = allocation_stream();
+        order_after_remembered(*device, earlier.get(), freed_on,
                                "ordering a free after the allocating stream's work");
+      }
     }
     // The resource's own capture question is answered from `capture`.
     const KnownCapture known(s, capture, has_id);

@@ -5,9 +5,6 @@
 #include "error.hpp"
 
 namespace cumem::core {
-namespace {
-
-constexpr int kEntries = 16;
 
 // One native handle this thread has seen. A stream libcumem created is
 // found through Stream::owner_of and held weakly (`owned`, with its serial):
@@ -16,14 +13,22 @@ constexpr int kEntries = 16;
 // Both are valid while Stream::epoch() is what it was when the entry was
 // made: no stream libcumem created has come or gone since, so a weakly held
 // one still lives and a foreign handle still is not one of libcumem's.
-struct Entry {
+// A foreign entry lent to BorrowedStreams (`pins`: those alive on this
+// thread) is neither replaced nor made again while lent.
+struct NativeStreamEntry {
   CUstream native = nullptr;
   const Device* device = nullptr;
   uint64_t epoch = 0;
   const Stream* owned = nullptr;
   uint64_t serial = 0;
   Ref<Stream> foreign;
+  uint32_t pins = 0;
 };
+
+namespace {
+
+using Entry = NativeStreamEntry;
+constexpr int kEntries = 16;
 
 struct Cache {
   Entry entries[kEntries];
@@ -70,49 +75,97 @@ Ref<Stream> retain_owned(const Entry& e) {
   return s;
 }
 
-}  // namespace
-
-Ref<Stream> native_stream(const Device* device, CUstream native) {
-  if (!native || native == CU_STREAM_LEGACY) return nullptr;
-  thread_local Cache cache;
-  const uint64_t epoch = Stream::epoch();
-  Entry* slot = nullptr;
-  for (Entry& e : cache.entries) {
-    if (e.native != native || e.device != device) continue;
-    if (e.epoch == epoch) {
-      if (e.foreign) return e.foreign;
-      if (Ref<Stream> s = retain_owned(e)) return s;
-    }
-    slot = &e;  // stale: made again below
-    break;
-  }
-  if (!slot) {
-    slot = &cache.entries[cache.next];
-    cache.next = (cache.next + 1) % kEntries;
-  }
-  *slot = Entry{};
+// The stream for `native`, made anew: a stream libcumem created
+// (retained), else a wrapper of its own.
+Ref<Stream> make_stream(const Device* device, CUstream native) {
   Ref<Stream> stream;
   if (native != CU_STREAM_PER_THREAD) stream = Stream::owner_of(native);
   if (stream) {
     if (device && &stream->device() != device)
       fail(Status::wrong_device, "the native stream belongs to " + stream->device().describe() +
                                      ", not to " + device->describe());
-  } else {
-    Ref<Device> owner =
-        device ? Ref<Device>::share(const_cast<Device*>(device)) : device_of(native);
-    stream = native == CU_STREAM_PER_THREAD ? Stream::per_thread_default(owner)
-                                            : Stream::wrap(owner, native);
+    return stream;
   }
+  Ref<Device> owner = device ? Ref<Device>::share(const_cast<Device*>(device)) : device_of(native);
+  return native == CU_STREAM_PER_THREAD ? Stream::per_thread_default(owner)
+                                        : Stream::wrap(owner, native);
+}
+
+// The entry for `native` on `device` in this thread's cache, made (or made
+// again) where it is missing or stale; `found` gets a stream libcumem
+// created, retained (a foreign entry's stream is the entry's). Null when
+// every entry is lent (the caller makes the stream uncached).
+Entry* entry_for(const Device* device, CUstream native, Ref<Stream>& found) {
+  thread_local Cache cache;
+  const uint64_t epoch = Stream::epoch();
+  Entry* slot = nullptr;
+  for (Entry& e : cache.entries) {
+    if (e.native != native || e.device != device) continue;
+    if (e.epoch == epoch) {
+      if (e.foreign) return &e;
+      if ((found = retain_owned(e))) return &e;
+    }
+    if (e.pins == 0) {
+      slot = &e;  // stale: made again below
+      break;
+    }
+    // Stale but lent to a call still running on this thread: kept as it is.
+  }
+  for (int i = 0; i < kEntries && !slot; ++i) {
+    Entry& e = cache.entries[cache.next];
+    cache.next = (cache.next + 1) % kEntries;
+    if (e.pins == 0) slot = &e;
+  }
+  if (!slot) return nullptr;
+  Ref<Stream> stream = make_stream(device, native);
+  *slot = Entry{};
   slot->native = native;
   slot->device = device;
   slot->epoch = epoch;
   if (stream->owned()) {
     slot->owned = stream.get();
     slot->serial = stream->serial();
+    found = std::move(stream);
   } else {
-    slot->foreign = stream;
+    slot->foreign = std::move(stream);
   }
-  return stream;
+  return slot;
+}
+
+}  // namespace
+
+Ref<Stream> native_stream(const Device* device, CUstream native) {
+  if (!native || native == CU_STREAM_LEGACY) return nullptr;
+  Ref<Stream> found;
+  Entry* e = entry_for(device, native, found);
+  if (found) return found;
+  return e ? e->foreign : make_stream(device, native);
+}
+
+BorrowedStream::BorrowedStream(const Device* device, CUstream native) {
+  if (!native || native == CU_STREAM_LEGACY) return;
+  Entry* e = entry_for(device, native, held_);
+  if (!held_) {
+    if (!e)
+      held_ = make_stream(device, native);
+    else if (native == CU_STREAM_PER_THREAD)
+      held_ = e->foreign;  // this thread's own stream: a record holds it, never lent
+  }
+  if (held_) {
+    stream_ = held_.get();
+    return;
+  }
+  ++e->pins;
+  pinned_ = e;
+  stream_ = e->foreign.get();
+}
+
+BorrowedStream::~BorrowedStream() {
+  if (pinned_) --pinned_->pins;
+}
+
+Ref<Stream> BorrowedStream::reference() const {
+  return held_ ? held_ : Ref<Stream>::share(const_cast<Stream*>(stream_));
 }
 
 }  // namespace cumem::core

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -245,6 +246,71 @@ TEST_F(ForeignStream, ABufferReleasedAfterItsStreamIsGoneNeverTouchesIt) {
   EXPECT_EQ(fake.calls("cuEventRecord on a destroyed stream"), 0);
   EXPECT_GE(fake.calls("cuCtxSynchronize"), 1) << "given back after a wait for the device";
   EXPECT_EQ(statistics().bytes_cached, 0u) << "nothing stays cached";
+}
+
+// The framework entry points use a framework's stream without taking a
+// reference on its wrapper: they borrow this thread's cached wrapper for
+// the call (src/native_stream.hpp, BorrowedStream). A resource that calls
+// back into libcumem on more streams than the thread's cache holds (16)
+// must not replace the borrowed wrapper under the call: the allocation is
+// still recorded on, and freed on, the stream it was made on.
+struct NestedLookups {
+  cumem_resource_t* cache = nullptr;
+  std::vector<CUstream> others;
+  std::vector<CUstream> allocated_on, freed_on;
+};
+
+TEST_F(ForeignStream, AFrameworkCallKeepsItsStreamThroughNestedLookups) {
+  NestedLookups nested;
+  nested.cache = cache;
+  for (int i = 0; i < 20; ++i) {
+    CUstream s = nullptr;
+    ASSERT_EQ(fake.stream_create(&s, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+    nested.others.push_back(s);
+  }
+  cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
+  c.memory_kind = CUMEM_MEMORY_DEVICE;
+  c.user_data = &nested;
+  c.allocate = [](size_t size, void* stream, void* user, void** out) -> int32_t {
+    auto* n = static_cast<NestedLookups*>(user);
+    n->allocated_on.push_back(static_cast<CUstream>(stream));
+    // Pairs on every other stream: more lookups than the cache has entries.
+    for (CUstream other : n->others) {
+      void* p = nullptr;
+      if (cumem_resource_allocate_native(n->cache, 256, other, &p) != CUMEM_SUCCESS ||
+          cumem_resource_deallocate_native(n->cache, p, 256, other) != CUMEM_SUCCESS)
+        return 1;
+    }
+    *out = std::aligned_alloc(256, (size + 255) / 256 * 256);
+    return *out ? 0 : 1;
+  };
+  c.deallocate = [](void* ptr, size_t, void* stream, void* user) {
+    static_cast<NestedLookups*>(user)->freed_on.push_back(static_cast<CUstream>(stream));
+    std::free(ptr);
+  };
+  cumem_resource_t* calling_back = nullptr;
+  CUMEM_ASSERT_OK(cumem_callback_resource_create(device, &c, &calling_back));
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, calling_back));
+  fake.reset_calls();
+  for (int round = 0; round < 3; ++round) {
+    void* p = cumem_torch_alloc(1024, 0, foreign);
+    ASSERT_NE(p, nullptr) << cumem_last_error_message();
+    cumem_torch_free(p, 1024, 0, foreign);
+    void* q = cumem_cupy_malloc(nullptr, 512, 0);  // legacy stream; its free names none
+    ASSERT_NE(q, nullptr) << cumem_last_error_message();
+    cumem_cupy_free(nullptr, q, 0);
+  }
+  const std::vector<CUstream> expected = {foreign, nullptr, foreign, nullptr, foreign, nullptr};
+  EXPECT_EQ(nested.allocated_on, expected);
+  EXPECT_EQ(nested.freed_on, expected) << "each free on the allocation's stream";
+  // A record of another stream would order each free after that one's
+  // work (a framework's stream: by waiting for the device).
+  EXPECT_EQ(fake.calls("cuStreamWaitEvent"), 0) << "no free was ordered after another stream";
+  EXPECT_EQ(fake.calls("cuCtxSynchronize"), 0) << "no free waited for the device";
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
+  cumem_resource_release(calling_back);
+  CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
+  for (CUstream s : nested.others) EXPECT_EQ(fake.stream_destroy(s), CUDA_SUCCESS);
 }
 
 }  // namespace
