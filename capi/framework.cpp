@@ -73,7 +73,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_allocate_native(cumem_resource_t* res
   CUMEM_TRY
   Resource& r = object(resource, "resource");
   out(out_ptr, "out_ptr");
-  const Ref<Stream> s = ::cumem::core::native_stream(r.device(), as_stream(native_stream));
+  const BorrowedStream s(r.device(), as_stream(native_stream));  // for this call only
   *out_ptr = r.allocate_raw(size, s.get());
   CUMEM_CATCH
 }
@@ -84,7 +84,7 @@ CUMEM_EXPORT cumem_status_t cumem_resource_deallocate_native(cumem_resource_t* r
   const nvtx::Range range(nvtx::Op::resource_deallocate_native);
   CUMEM_TRY
   Resource& r = object(resource, "resource");
-  const Ref<Stream> s = ::cumem::core::native_stream(r.device(), as_stream(native_stream));
+  const BorrowedStream s(r.device(), as_stream(native_stream));  // for this call only
   r.deallocate_raw(ptr, size, s.get());
   CUMEM_CATCH
 }
