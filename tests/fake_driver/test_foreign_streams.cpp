@@ -313,4 +313,70 @@ TEST_F(ForeignStream, AFrameworkCallKeepsItsStreamThroughNestedLookups) {
   for (CUstream s : nested.others) EXPECT_EQ(fake.stream_destroy(s), CUDA_SUCCESS);
 }
 
+// Calls nested deeper than the thread's cache has entries (16), each on a
+// stream of its own: every entry is lent, so the innermost calls use
+// wrappers made for them alone; each allocation is still made and freed on
+// its stream, and the cache serves again once the calls return.
+struct DeepNesting {
+  std::vector<CUstream> streams;
+  size_t depth = 0;
+  std::vector<std::pair<void*, CUstream>> inner;  // what the nested calls got
+  std::vector<CUstream> allocated_on, freed_on;
+};
+
+TEST_F(ForeignStream, CallsNestedDeeperThanTheStreamCacheUseWrappersOfTheirOwn) {
+  DeepNesting deep;
+  for (int i = 0; i < 20; ++i) {
+    CUstream s = nullptr;
+    ASSERT_EQ(fake.stream_create(&s, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+    deep.streams.push_back(s);
+  }
+  cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
+  c.memory_kind = CUMEM_MEMORY_DEVICE;
+  c.user_data = &deep;
+  c.allocate = [](size_t size, void* stream, void* user, void** out) -> int32_t {
+    auto* d = static_cast<DeepNesting*>(user);
+    d->allocated_on.push_back(static_cast<CUstream>(stream));
+    // Each call allocates once more through the framework, on the next
+    // stream, until all 20 are in use.
+    if (++d->depth < d->streams.size()) {
+      CUstream next = d->streams[d->depth];
+      void* p = cumem_torch_alloc(256, 0, next);
+      if (!p) return 1;
+      d->inner.emplace_back(p, next);
+    }
+    *out = std::aligned_alloc(256, (size + 255) / 256 * 256);
+    return *out ? 0 : 1;
+  };
+  c.deallocate = [](void* ptr, size_t, void* stream, void* user) {
+    static_cast<DeepNesting*>(user)->freed_on.push_back(static_cast<CUstream>(stream));
+    std::free(ptr);
+  };
+  cumem_resource_t* nesting = nullptr;
+  CUMEM_ASSERT_OK(cumem_callback_resource_create(device, &c, &nesting));
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nesting));
+  fake.reset_calls();
+  void* outer = cumem_torch_alloc(1024, 0, deep.streams[0]);
+  ASSERT_NE(outer, nullptr) << cumem_last_error_message();
+  ASSERT_EQ(deep.inner.size(), deep.streams.size() - 1);
+  EXPECT_EQ(deep.allocated_on, deep.streams) << "each call on its own stream";
+  for (auto& [p, s] : deep.inner) cumem_torch_free(p, 256, 0, s);
+  cumem_torch_free(outer, 1024, 0, deep.streams[0]);
+  std::vector<CUstream> expected;  // the order of the frees above
+  for (auto& [p, s] : deep.inner) expected.push_back(s);
+  expected.push_back(deep.streams[0]);
+  EXPECT_EQ(deep.freed_on, expected) << "each free on its allocation's stream";
+  EXPECT_EQ(fake.calls("cuCtxSynchronize"), 0) << "no free was ordered after another stream";
+  // The cache is lent to nobody now: a plain pair on each stream works.
+  deep.depth = deep.streams.size();  // no more nesting
+  for (CUstream s : deep.streams) {
+    void* p = cumem_torch_alloc(512, 0, s);
+    ASSERT_NE(p, nullptr) << cumem_last_error_message();
+    cumem_torch_free(p, 512, 0, s);
+  }
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
+  cumem_resource_release(nesting);
+  for (CUstream s : deep.streams) EXPECT_EQ(fake.stream_destroy(s), CUDA_SUCCESS);
+}
+
 }  // namespace
