@@ -47,7 +47,11 @@ constexpr size_t kShards = 256;
 // reader's lock, that reader holds the old choice only through counts, and
 // a holder of a resource that no slot chooses goes (with its reference)
 // when its count reaches zero, at once if it is zero.
-struct Holder {
+// Each on a cache line of its own: its count is written at every
+// allocation and free, and the holder arrays of two readers are small
+// allocations that may lie side by side (threads that came and went
+// leave readers' arrays in one malloc arena).
+struct alignas(64) Holder {
   Resource* resource = nullptr;
   Ref<Resource> reference;
   size_t live = 0;       // allocations that count on it (until their free is done)
