@@ -189,14 +189,16 @@ struct Slot {
 // The allocation's stream: `stream` holds a stream libcumem created, so
 // that it outlives the allocation made on it (the free may be ordered after
 // its work), and the per-thread default stream; a framework's own stream is
-// `foreign`, its CUstream, found again in the freeing thread's cache of
-// wrappers (no reference count per allocation). Both null: the legacy
-// default stream.
+// `foreign`, its CUstream, and `foreign_device` its device (a Device lives
+// as long as the process), found again in the freeing thread's cache of
+// wrappers without asking the driver (no reference count per allocation).
+// Both null: the legacy default stream.
 struct Record {
   Hold resource;
   size_t size = 0;
   Ref<Stream> stream;
   CUstream foreign = nullptr;
+  const Device* foreign_device = nullptr;
   bool captured = false;  // allocated on a capturing stream (graph memory)
 
   CUstream native() const noexcept {
@@ -536,7 +538,10 @@ void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
     record.resource = std::move(r);
     record.size = size;
     record.stream = s.held();
-    record.foreign = s.held() || !s.get() ? nullptr : s.get()->native();
+    if (!s.held() && s.get()) {
+      record.foreign = s.get()->native();
+      record.foreign_device = &s.get()->device();
+    }
     record.captured = capture.capturing();
   } catch (...) {
     const KnownCapture known(s.get(), capture, has_id);
@@ -569,7 +574,9 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
   try {
     // The free's stream: the allocation's (PyTorch frees on the stream it
     // allocated on, CuPy names none), else the one named, found once.
-    const Device* on = record.resource->device();
+    // Streams are found on the device the allocation's was (a resource
+    // of no device, host memory the device maps, has none to give).
+    const Device* on = record.foreign ? record.foreign_device : record.resource->device();
     const CUstream allocated_on = record.native();
     const CUstream freed_on = !stream_given ? allocated_on : stream ? stream : CU_STREAM_LEGACY;
     const bool in_record = record.stream && freed_on == allocated_on;

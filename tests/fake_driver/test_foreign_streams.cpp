@@ -379,4 +379,34 @@ TEST_F(ForeignStream, CallsNestedDeeperThanTheStreamCacheUseWrappersOfTheirOwn) 
   for (CUstream s : deep.streams) EXPECT_EQ(fake.stream_destroy(s), CUDA_SUCCESS);
 }
 
+// A framework resource of no device (host memory the device maps): the
+// allocation finds its stream's device from the driver, and the record
+// keeps it, so that a free on another thread (whose cache of wrappers has
+// none for the stream yet) makes its wrapper on that device without asking
+// for it again: one cuStreamGetDevice (the new wrapper's own check), not
+// two (which would also fail where the stream captures).
+TEST_F(ForeignStream, AFreeOnAnotherThreadKnowsTheStreamsDevice) {
+  cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
+  c.device_accessible = CUMEM_TRUE;
+  c.allocate = [](size_t size, void*, void*, void** out) -> int32_t {
+    *out = std::aligned_alloc(256, (size + 255) / 256 * 256);
+    return *out ? 0 : 1;
+  };
+  c.deallocate = [](void* ptr, size_t, void*, void*) { std::free(ptr); };
+  cumem_resource_t* mapped = nullptr;
+  CUMEM_ASSERT_OK(cumem_callback_resource_create(nullptr, &c, &mapped));
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, mapped));
+  fake.reset_calls();
+  void* p = cumem_torch_alloc(4096, 0, foreign);
+  ASSERT_NE(p, nullptr) << cumem_last_error_message();
+  const int asked = fake.calls("cuStreamGetDevice");
+  EXPECT_EQ(asked, 2) << "the allocation: the stream's device, then the wrapper's check";
+  std::thread([&] { cumem_torch_free(p, 4096, 0, foreign); }).join();
+  EXPECT_EQ(fake.calls("cuStreamGetDevice"), asked + 1)
+      << "the free on another thread asked for the stream's device again";
+  EXPECT_EQ(statistics_of(mapped).live_allocations, 0u);
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
+  cumem_resource_release(mapped);
+}
+
 }  // namespace
