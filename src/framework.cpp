@@ -52,8 +52,7 @@ constexpr size_t kShards = 256;
 // allocations that may lie side by side (threads that came and went
 // leave readers' arrays in one malloc arena).
 struct alignas(64) Holder {
-  Resource* resource = nullptr;
-  Ref<Resource> reference;
+  Ref<Resource> reference;  // the resource, held
   size_t live = 0;       // allocations that count on it (until their free is done)
   bool retired = false;  // not chosen at the last sweep: goes when `live` is 0
 };
@@ -108,7 +107,7 @@ class Hold {
       std::vector<Holder>& holders = reader.holders;
       for (size_t i = 0; i < holders.size(); ++i) {
         Holder& h = holders[i];
-        if (h.resource != resource_) continue;
+        if (h.reference.get() != resource_) continue;
         if (--h.live == 0 && h.retired) {
           gone = std::move(h.reference);
           holders[i] = std::move(holders.back());
@@ -242,7 +241,8 @@ void sweep_readers() {
     std::vector<Holder>& holders = all[i].holders;
     for (size_t k = 0; k < holders.size();) {
       Holder& h = holders[k];
-      if (std::find(chosen.begin(), chosen.end(), h.resource) == chosen.end()) h.retired = true;
+      if (std::find(chosen.begin(), chosen.end(), h.reference.get()) == chosen.end())
+        h.retired = true;
       if (h.retired && h.live == 0) {
         gone.push_back(std::move(h.reference));
         holders[k] = std::move(holders.back());
@@ -255,25 +255,32 @@ void sweep_readers() {
   // `gone` lets go here, outside every lock.
 }
 
-// The published choice of `device`, counted in the calling thread's
-// reader: no reference count is touched unless this thread's reader holds
-// no holder of it yet. Null: nothing is published for this version and
-// generation (the caller asks get_resource).
-Hold hold_published(Slot& slot, uint64_t version, uint64_t generation) {
+// What a published choice must still match: the version of the device's
+// memory resource and the configuration's generation.
+struct ChoiceKey {
+  uint64_t version = 0;
+  uint64_t generation = 0;
+};
+
+// The published choice of a device (its `slot`), counted in the calling
+// thread's reader: no reference count is touched unless this thread's
+// reader holds no holder of it yet. Null: nothing is published for `key`
+// (the caller asks get_resource).
+Hold hold_published(Slot& slot, ChoiceKey key) {
   const size_t index = thread_shard().index;
   Reader& reader = readers()[index];
   std::lock_guard<SpinLock> lock(reader.lock);
-  Resource* r = slot.chosen_now(version, generation);
+  Resource* r = slot.chosen_now(key.version, key.generation);
   if (!r) return Hold{};
   Holder* holder = nullptr;
   for (Holder& h : reader.holders)
-    if (h.resource == r) {
+    if (h.reference.get() == r) {
       holder = &h;
       break;
     }
   if (!holder) {
     // Alive: its slot lets go of it only after sweeping this reader.
-    reader.holders.push_back(Holder{r, Ref<Resource>::share(r), 0, false});
+    reader.holders.push_back(Holder{Ref<Resource>::share(r), 0, false});
     holder = &reader.holders.back();
   }
   holder->retired = false;  // chosen now: a later change sweeps this reader again
@@ -309,6 +316,15 @@ struct Configuration {
 Configuration& configuration() {
   static Configuration* c = new Configuration;  // never destroyed, as State
   return *c;
+}
+
+// `device`'s ChoiceKey now (no_device for a bad ordinal), read before the
+// device's resource is: a change in between makes the next call look
+// again, never keeps a stale choice.
+ChoiceKey choice_key(int device) {
+  if (device < 0 || device >= kMaxDevices) check_device(device);
+  return {device_memory_resource_version(device),
+          configuration().generation.load(std::memory_order_acquire)};
 }
 
 std::shared_ptr<const AllocConf> current_conf(uint64_t& generation) {
@@ -435,12 +451,9 @@ void set_resource(int device, Ref<Resource> resource) {
 }
 
 Ref<Resource> get_resource(int device) {
-  if (device < 0 || device >= kMaxDevices) check_device(device);
+  const ChoiceKey key = choice_key(device);
+  const uint64_t version = key.version, generation = key.generation;
   Slot& slot = state().slots[device];
-  // Read before the device's resource is: a change in between makes the
-  // next call look again, never keeps a stale choice.
-  const uint64_t version = device_memory_resource_version(device);
-  const uint64_t generation = configuration().generation.load(std::memory_order_acquire);
   {
     Reader& reader = readers()[thread_shard().index];
     std::lock_guard<SpinLock> lock(reader.lock);
@@ -507,11 +520,7 @@ void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
   if (resource) {
     r = Hold(Ref<Resource>::share(resource));
   } else {
-    if (device < 0 || device >= kMaxDevices) check_device(device);
-    // Read before the device's resource is, as get_resource reads them.
-    const uint64_t version = device_memory_resource_version(device);
-    const uint64_t generation = configuration().generation.load(std::memory_order_acquire);
-    r = hold_published(state().slots[device], version, generation);
+    r = hold_published(state().slots[device], choice_key(device));
     if (!r.get()) r = Hold(get_resource(device));  // made (or changed) now
   }
   const BorrowedStream s(r->device(), stream);
