@@ -49,6 +49,19 @@ class ForeignStream : public Capture {
     }
     foreign = nullptr;
   }
+  // `n` more streams made with the driver, as a framework makes its own.
+  std::vector<CUstream> make_streams(int n) {
+    std::vector<CUstream> made;
+    for (int i = 0; i < n; ++i) {
+      CUstream s = nullptr;
+      EXPECT_EQ(fake.stream_create(&s, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+      made.push_back(s);
+    }
+    return made;
+  }
+  void destroy_streams(const std::vector<CUstream>& streams) {
+    for (CUstream s : streams) EXPECT_EQ(fake.stream_destroy(s), CUDA_SUCCESS);
+  }
   void* allocate(size_t size, cumem_stream_t* on) {
     void* p = nullptr;
     EXPECT_EQ(cumem_resource_allocate_raw(cache, size, on, &p), CUMEM_SUCCESS)
@@ -248,6 +261,10 @@ TEST_F(ForeignStream, ABufferReleasedAfterItsStreamIsGoneNeverTouchesIt) {
   EXPECT_EQ(statistics().bytes_cached, 0u) << "nothing stays cached";
 }
 
+// Memory for the callback resources below (host memory the tests call the
+// device's: nothing touches it), 256-byte aligned as device memory is.
+void* block_of(size_t size) { return std::aligned_alloc(256, (size + 255) / 256 * 256); }
+
 // The framework entry points use a framework's stream without taking a
 // reference on its wrapper: they borrow this thread's cached wrapper for
 // the call (src/native_stream.hpp, BorrowedStream). A resource that calls
@@ -263,11 +280,7 @@ struct NestedLookups {
 TEST_F(ForeignStream, AFrameworkCallKeepsItsStreamThroughNestedLookups) {
   NestedLookups nested;
   nested.cache = cache;
-  for (int i = 0; i < 20; ++i) {
-    CUstream s = nullptr;
-    ASSERT_EQ(fake.stream_create(&s, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
-    nested.others.push_back(s);
-  }
+  nested.others = make_streams(20);
   cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
   c.memory_kind = CUMEM_MEMORY_DEVICE;
   c.user_data = &nested;
@@ -281,7 +294,7 @@ TEST_F(ForeignStream, AFrameworkCallKeepsItsStreamThroughNestedLookups) {
           cumem_resource_deallocate_native(n->cache, p, 256, other) != CUMEM_SUCCESS)
         return 1;
     }
-    *out = std::aligned_alloc(256, (size + 255) / 256 * 256);
+    *out = block_of(size);
     return *out ? 0 : 1;
   };
   c.deallocate = [](void* ptr, size_t, void* stream, void* user) {
@@ -310,7 +323,7 @@ TEST_F(ForeignStream, AFrameworkCallKeepsItsStreamThroughNestedLookups) {
   CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
   cumem_resource_release(calling_back);
   CUMEM_ASSERT_OK(cumem_caching_resource_release_cached(cache));
-  for (CUstream s : nested.others) EXPECT_EQ(fake.stream_destroy(s), CUDA_SUCCESS);
+  destroy_streams(nested.others);
 }
 
 // Calls nested deeper than the thread's cache has entries (16), each on a
@@ -326,11 +339,7 @@ struct DeepNesting {
 
 TEST_F(ForeignStream, CallsNestedDeeperThanTheStreamCacheUseWrappersOfTheirOwn) {
   DeepNesting deep;
-  for (int i = 0; i < 20; ++i) {
-    CUstream s = nullptr;
-    ASSERT_EQ(fake.stream_create(&s, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
-    deep.streams.push_back(s);
-  }
+  deep.streams = make_streams(20);
   cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
   c.memory_kind = CUMEM_MEMORY_DEVICE;
   c.user_data = &deep;
@@ -345,7 +354,7 @@ TEST_F(ForeignStream, CallsNestedDeeperThanTheStreamCacheUseWrappersOfTheirOwn) 
       if (!p) return 1;
       d->inner.emplace_back(p, next);
     }
-    *out = std::aligned_alloc(256, (size + 255) / 256 * 256);
+    *out = block_of(size);
     return *out ? 0 : 1;
   };
   c.deallocate = [](void* ptr, size_t, void* stream, void* user) {
@@ -376,7 +385,7 @@ TEST_F(ForeignStream, CallsNestedDeeperThanTheStreamCacheUseWrappersOfTheirOwn) 
   }
   CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
   cumem_resource_release(nesting);
-  for (CUstream s : deep.streams) EXPECT_EQ(fake.stream_destroy(s), CUDA_SUCCESS);
+  destroy_streams(deep.streams);
 }
 
 // A framework resource of no device (host memory the device maps): the
@@ -389,7 +398,7 @@ TEST_F(ForeignStream, AFreeOnAnotherThreadKnowsTheStreamsDevice) {
   cumem_resource_callbacks_t c = CUMEM_RESOURCE_CALLBACKS_INIT;
   c.device_accessible = CUMEM_TRUE;
   c.allocate = [](size_t size, void*, void*, void** out) -> int32_t {
-    *out = std::aligned_alloc(256, (size + 255) / 256 * 256);
+    *out = block_of(size);
     return *out ? 0 : 1;
   };
   c.deallocate = [](void* ptr, size_t, void*, void*) { std::free(ptr); };
