@@ -210,6 +210,21 @@ uint64_t ExpandableSegments::recycle(uint64_t rounded, uintptr_t key,
   return unmapped;
 }
 
+uint64_t ExpandableSegments::unmap_done(uint64_t bytes,
+                                        std::vector<std::pair<char*, uint64_t>>* spans_out,
+                                        const std::function<bool(const Piece&)>& done) {
+  const std::vector<Span> spans = whole_pages(UINT64_MAX);
+  if (spans_out) spans_out->reserve(spans_out->size() + spans.size());  // no throw below
+  uint64_t unmapped = 0;
+  for (auto s = spans.rbegin(); s != spans.rend() && unmapped < bytes; ++s) {
+    if (!done(*s->piece)) continue;
+    const uint64_t n = std::min(round_up(bytes - unmapped, page_of(s->piece)), s->bytes);
+    unmap_span(*s, n, spans_out);
+    unmapped += n;
+  }
+  return unmapped;
+}
+
 void ExpandableSegments::set_peer_access(int ordinal, bool read_write) {
   if (peer_access(ordinal) == read_write) return;
   size_t done = 0;

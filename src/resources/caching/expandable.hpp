@@ -93,6 +93,16 @@ class ExpandableSegments : public Segments {
                    const std::function<bool(const Piece&)>& done = nullptr,
                    uint64_t at_most = UINT64_MAX);
 
+  // Unmaps the whole pages of free pieces of any size for which `done`
+  // says their work is done, the smallest spans first (a large free piece
+  // is the likeliest to serve the next request), until `bytes` are
+  // unmapped (rounded up to whole pages of the last span); returns the
+  // bytes unmapped. For the adaptor's repayment of pages mapped in the
+  // place of fragments that were not known done (caching_resource.cpp,
+  // repay_loans).
+  uint64_t unmap_done(uint64_t bytes, std::vector<std::pair<char*, uint64_t>>* spans,
+                      const std::function<bool(const Piece&)>& done);
+
   // Grants (read_write) or revokes device `ordinal`'s access to every
   // range's pages, now and in ranges reserved later; all or nothing.
   void set_peer_access(int ordinal, bool read_write);

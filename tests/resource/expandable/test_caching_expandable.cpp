@@ -349,6 +349,70 @@ TEST_F(ExpandableCache, SmallFragmentsWithWorkQueuedStayWithoutAWait) {
   free(big1, 1000 * MiB);
 }
 
+// Pages mapped in the place of a fragment whose work was queued (the
+// recycling's slack above the high-water mark) are a loan: once the
+// fragment's work has run, large frees give back as much in free pages
+// whose work is done, so that the cache returns to its high-water mark
+// (a second training run ends where the first did; before, the slack
+// stayed mapped for good). Until the work has run, nothing goes.
+TEST_F(ExpandableCache, PagesMappedInThePlaceOfQueuedFragmentsAreGivenBackOnceTheWorkIsDone) {
+  fake.set_memory(uint64_t{4} << 30);
+  void* native = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_native(stream, &native));
+  void* big1 = allocate(1000 * MiB);
+  void* big2 = allocate(1000 * MiB);
+  void* x = allocate(100 * MiB);  // freed and allocated again below: central pieces
+  // Between x and a: a free x would merge with a free a, whose piece would
+  // then carry the stamp of x's latest free (never known done here).
+  void* y = allocate(20 * MiB);
+  void* a = allocate(20 * MiB);
+  void* b = allocate(20 * MiB);
+  const uint64_t before = caching_of(cache).bytes_reserved;
+  fake.busy_stream(static_cast<CUstream>(native));  // a kernel that uses a, still queued
+  free(a, 20 * MiB);
+  const uint64_t unmaps = fake.counts().unmaps;
+  // a's page is too small for c: two new pages, one of them in a's place
+  // (had a's work been done, a's page would have been unmapped first).
+  void* c = allocate(30 * MiB);
+  ASSERT_NE(c, nullptr);
+  std::memset(c, 0x5a, 30 * MiB);
+  const uint64_t mark = before + 20 * MiB;  // what the cache would hold then
+  EXPECT_EQ(caching_of(cache).bytes_reserved, mark + 20 * MiB) << "a's page, loaned";
+  EXPECT_EQ(caching_of(cache).recycle_waits, 0u);
+  // Large frees while a's work is queued: nothing is given back.
+  const auto cycle = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      free(x, 100 * MiB);
+      x = allocate(100 * MiB);
+    }
+  };
+  cycle(40);
+  EXPECT_EQ(fake.counts().unmaps, unmaps) << "a's page stays while its work is queued";
+  EXPECT_EQ(caching_of(cache).bytes_reserved, mark + 20 * MiB);
+  // The work has run: the next frees give back a's page, without a wait.
+  fake.finish_stream(static_cast<CUstream>(native));
+  cycle(40);
+  cumem_caching_statistics_t s = caching_of(cache);
+  EXPECT_EQ(s.bytes_reserved, mark) << "back at the high-water mark";
+  EXPECT_EQ(fake.counts().unmaps - unmaps, 1u) << "a's page, once done";
+  EXPECT_EQ(s.recycle_waits, 0u);
+  // Nothing handed out lost its pages.
+  EXPECT_EQ(static_cast<unsigned char*>(c)[30 * MiB - 1], 0x5a);
+  std::memset(b, 1, 20 * MiB);
+  std::memset(x, 2, 100 * MiB);
+  // A miss for a's size now maps again: a's page is gone.
+  void* d = allocate(20 * MiB);
+  ASSERT_NE(d, nullptr);
+  std::memset(d, 3, 20 * MiB);
+  free(d, 20 * MiB);
+  free(c, 30 * MiB);
+  free(b, 20 * MiB);
+  free(y, 20 * MiB);
+  free(x, 100 * MiB);
+  free(big2, 1000 * MiB);
+  free(big1, 1000 * MiB);
+}
+
 // Each stream that maps pages gets a marker (an event); many streams (one
 // per request, say) leave at most 16 of them, not one each.
 TEST_F(ExpandableCache, RecycleMarkersStayBoundedOverManyStreams) {
