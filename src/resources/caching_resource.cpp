@@ -745,7 +745,13 @@ class CachingResource final : public Adaptor,
     for (int i = 0; i < m.count; ++i) central_.streams.remove(m.absorbed[i]);
     if (central_.loaned != 0 && ++central_.frees_since_repay >= kRepayEvery) {
       central_.frees_since_repay = 0;
-      repay_loans();
+      // The free is done: a repayment that fails (no memory for its
+      // bookkeeping) is left for a later look, never the free's failure.
+      try {
+        repay_loans();
+      } catch (...) {
+        log::swallowed("giving back pages mapped in the place of fragments");
+      }
     }
   }
 

@@ -219,7 +219,14 @@ uint64_t ExpandableSegments::unmap_done(uint64_t bytes,
   for (auto s = spans.rbegin(); s != spans.rend() && unmapped < bytes; ++s) {
     if (!done(*s->piece)) continue;
     const uint64_t n = std::min(round_up(bytes - unmapped, page_of(s->piece)), s->bytes);
-    unmap_span(*s, n, spans_out);
+    try {
+      unmap_span(*s, n, spans_out);
+    } catch (...) {
+      // Nothing of this span was unmapped (the pages' unmap failed first):
+      // what went before stays counted, and the rest waits for a later look.
+      log::swallowed("unmapping free pages in return for pages mapped in the place of fragments");
+      break;
+    }
     unmapped += n;
   }
   return unmapped;
