@@ -456,12 +456,11 @@ void set_resource(int device, Ref<Resource> resource) {
 
 Ref<Resource> get_resource(int device) {
   const ChoiceKey key = choice_key(device);
-  const uint64_t version = key.version, generation = key.generation;
   Slot& slot = state().slots[device];
   {
     Reader& reader = readers()[thread_shard().index];
     std::lock_guard<SpinLock> lock(reader.lock);
-    if (Resource* chosen = slot.chosen_now(version, generation))
+    if (Resource* chosen = slot.chosen_now(key.version, key.generation))
       return Ref<Resource>::share(chosen);  // alive while this reader's lock is held
   }
   Ref<Resource> kept, kept_upstream;
@@ -469,8 +468,8 @@ Ref<Resource> get_resource(int device) {
   {
     std::lock_guard<std::mutex> lock(slot.mutex);
     if (slot.resource) return slot.resource;
-    if (slot.fallback && slot.fallback_generation == generation &&
-        (!slot.fallback_upstream || slot.fallback_version == version))
+    if (slot.fallback && slot.fallback_generation == key.generation &&
+        (!slot.fallback_upstream || slot.fallback_version == key.version))
       return slot.fallback;
     kept = slot.fallback;
     kept_upstream = slot.fallback_upstream;
@@ -494,12 +493,12 @@ Ref<Resource> get_resource(int device) {
     if (slot.resource) return slot.resource;  // set meanwhile
     // Another thread made one for the same choice first: theirs stays.
     if (slot.fallback && slot.fallback_generation == conf_generation &&
-        (!slot.fallback_upstream || slot.fallback_version == version))
+        (!slot.fallback_upstream || slot.fallback_version == key.version))
       return slot.fallback;
     replaced = std::move(slot.fallback);
     slot.fallback = made;
     slot.fallback_upstream = std::move(upstream);
-    slot.fallback_version = version;
+    slot.fallback_version = key.version;
     slot.fallback_generation = conf_generation;
     slot.publish();
   }

@@ -1160,8 +1160,9 @@ class CachingResource final : public Adaptor,
     const uint64_t reserved = reserved_.load(std::memory_order_relaxed);
     const uint64_t above = reserved > central_.high_water ? reserved - central_.high_water : 0;
     const uint64_t owed = std::min(central_.loaned, above);
-    if (owed == 0 || !stream_ordered_ || !device_) {
-      central_.loaned = 0;  // nothing above the mark (or no markers): nothing owed
+    // (Loans exist only where markers do: stream-ordered, with a device.)
+    if (owed == 0) {
+      central_.loaned = 0;  // nothing above the mark: nothing owed
       return;
     }
     std::vector<std::pair<char*, uint64_t>> unmapped;

@@ -222,7 +222,8 @@ uint64_t ExpandableSegments::unmap_done(uint64_t bytes,
     try {
       unmap_span(*s, n, spans_out);
     } catch (...) {
-      // Nothing of this span was unmapped (the pages' unmap failed first):
+      // The pages refused the span before unmapping any of it (a driver
+      // failure of cuMemUnmap itself is logged by the pages, not thrown):
       // what went before stays counted, and the rest waits for a later look.
       log::swallowed("unmapping free pages in return for pages mapped in the place of fragments");
       break;

@@ -97,8 +97,8 @@ class ExpandableSegments : public Segments {
   // says their work is done, the smallest spans first (a large free piece
   // is the likeliest to serve the next request), until `bytes` are
   // unmapped (rounded up to whole pages of the last span); returns the
-  // bytes unmapped. A failed unmap stops it there (logged): the bytes
-  // before it are returned. For the adaptor's repayment of pages mapped in
+  // bytes unmapped. A span the pages refuse (an exception) stops it there
+  // (logged): the bytes before it are returned. For the adaptor's repayment of pages mapped in
   // the place of fragments that were not known done (caching_resource.cpp,
   // repay_loans), which a free calls and must not fail.
   uint64_t unmap_done(uint64_t bytes, std::vector<std::pair<char*, uint64_t>>* spans,
