@@ -236,6 +236,9 @@ VirtualResource::Allocation& VirtualResource::grow(Allocation& a, size_t rounded
   // A shrink whose tail is still mapped (its stream's work not done) holds
   // the span: wait for it first.
   if (r.is_detached(from, more)) pending_.wait_for(&r);
+  // Part of the span the driver refused to unmap (after a shrink) stays
+  // mapped for good: the buffer moves to a new range instead.
+  if (r.is_stuck(from, more)) return relocate(a, rounded, reserve_for(rounded), stream);
   if (rounded > r.reserved()) {
     // Grow the reservation in place: to twice the new size, else just enough.
     const size_t target = reserve_for(rounded);

@@ -30,7 +30,15 @@ std::unique_ptr<Mapping> Mapping::map(CUdeviceptr address, std::shared_ptr<Chunk
 }
 
 Mapping::~Mapping() {
-  CUMEM_CU_CLEANUP(cuMemUnmap, (address_, chunk_->size()), "unmapping virtual memory");
+  if (mapped_) CUMEM_CU_CLEANUP(cuMemUnmap, (address_, chunk_->size()), "unmapping virtual memory");
+}
+
+void Mapping::unmap() {
+  if (!mapped_) return;
+  CUMEM_CU(cuMemUnmap, (address_, chunk_->size()),
+           "unmapping " + describe_bytes(size()) + " of " + chunk_->spec().describe() +
+               " mapped at " + at(address_) + " (it stays mapped)");
+  mapped_ = false;
 }
 
 void Mapping::set_access(const std::vector<CUmemAccessDesc>& descriptors) const {

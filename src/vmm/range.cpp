@@ -76,6 +76,14 @@ std::string span(size_t offset, size_t bytes) {
          std::to_string(bytes) + ")";
 }
 
+// Whether any span of `spans` (offset -> bytes) overlaps [offset, offset + bytes).
+bool overlaps(const std::map<size_t, size_t>& spans, size_t offset, size_t bytes) {
+  auto it = spans.lower_bound(offset + bytes);
+  if (it == spans.begin()) return false;
+  --it;
+  return it->first + it->second > offset;
+}
+
 }  // namespace
 
 Mappings& Mappings::operator=(Mappings&& other) noexcept {
@@ -100,8 +108,18 @@ void Mappings::clear() noexcept {
   if (mappings_.empty() && reservations_.empty()) return;
   notify_unmaps(mappings_, *spec_, owner_);
   CleanupContext scope(spec_->device());
-  for (const auto& [offset, m] : mappings_) detached_->spans.erase(offset);
-  mappings_.clear();      // cuMemUnmap each
+  for (const auto& [offset, m] : mappings_) {
+    detached_->spans.erase(offset);
+    try {
+      m->unmap();
+    } catch (...) {
+      // Still mapped: the span stays out of the range's use for good.
+      log::swallowed("unmapping detached virtual memory (its span of the range stays out of use)");
+      m->abandon();
+      detached_->stuck.emplace(offset, m->size());
+    }
+  }
+  mappings_.clear();      // drops each chunk's share (cuMemRelease of the last)
   reservations_.clear();  // then the address space, if the range is gone
 }
 
@@ -146,6 +164,11 @@ void Range::check_free(size_t offset, size_t bytes, const char* doing) const {
     fail(Status::invalid_argument, std::string(doing) + " " + span(offset, bytes) +
                                        " overruns the range's " + describe_bytes(reserved_) +
                                        " of address space");
+  if (is_stuck(offset, bytes))
+    fail(Status::invalid_argument,
+         std::string(doing) + " " + span(offset, bytes) +
+             " overlaps memory the driver refused to unmap (see the log): it stays mapped, and "
+             "that part of the range cannot be mapped again");
   if (is_detached(offset, bytes))
     fail(Status::invalid_argument,
          std::string(doing) + " " + span(offset, bytes) +
@@ -295,16 +318,29 @@ void Range::reattach(Mappings& mappings) {
 }
 
 void Range::unmap(size_t offset, size_t bytes) {
+  ScopedContext scope(spec_->device());
+  RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   Mappings gone = detach(offset, bytes);
-  gone.clear();
+  notify_unmaps(gone.mappings_, *spec_, owner_);
+  auto& ms = gone.mappings_;
+  for (auto it = ms.begin(); it != ms.end();) {
+    try {
+      it->second->unmap();
+    } catch (...) {
+      reattach(gone);  // this chunk and those after it: still mapped
+      throw;
+    }
+    detached_->spans.erase(it->first);
+    it = ms.erase(it);  // drops the chunk's share (cuMemRelease of the last)
+  }
 }
 
 bool Range::is_detached(size_t offset, size_t bytes) const {
-  const auto& spans = detached_->spans;
-  auto it = spans.lower_bound(offset + bytes);
-  if (it == spans.begin()) return false;
-  --it;
-  return it->first + it->second > offset;
+  return overlaps(detached_->spans, offset, bytes);
+}
+
+bool Range::is_stuck(size_t offset, size_t bytes) const {
+  return overlaps(detached_->stuck, offset, bytes);
 }
 
 bool Range::is_mapped(size_t offset, size_t bytes) const {

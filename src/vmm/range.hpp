@@ -12,6 +12,12 @@
 // cuMemRelease and every cuMemMap its cuMemUnmap, and a call that fails
 // half-way gives back what it made before it throws (rollback).
 //
+// The books follow the driver: a chunk counts as unmapped only once
+// cuMemUnmap succeeded. unmap() leaves a chunk the driver refused to unmap
+// in the range (and throws); a detached Mappings destroyed when the driver
+// refuses keeps that span out of use for good (map() refuses it by name),
+// since the address is still mapped.
+//
 // Units: offsets are bytes from address(). Every offset, size, chunk size
 // and alignment given to a range must be a multiple of granularity() (a
 // power of two: 2 MiB on an H200); calls check it (invalid_argument).
@@ -72,6 +78,9 @@ struct ChunkInfo {
 // and its Mappings objects), so that map() refuses them by name.
 struct DetachedSpans {
   std::map<size_t, size_t> spans;  // offset -> bytes
+  // Those whose cuMemUnmap failed when their Mappings was cleared: still
+  // mapped by the driver, so never mapped again.
+  std::map<size_t, size_t> stuck;
 };
 
 // Mappings taken out of a range by Range::detach(), still mapped: they are
@@ -92,7 +101,9 @@ class Mappings {
   bool empty() const noexcept { return mappings_.empty(); }
   size_t bytes() const noexcept;
   // Unmaps now (the range's owner's subscribers are told first: see
-  // Range::set_owner). Never throws (failures go to the log).
+  // Range::set_owner). Never throws: a chunk the driver refuses to unmap
+  // goes to the log and its span of the range stays out of use (see
+  // DetachedSpans::stuck).
   void clear() noexcept;
 
  private:
@@ -168,13 +179,21 @@ class Range {
   // what was to follow it failed); `mappings` is left empty. Mappings of
   // another range are invalid_argument. Never calls the driver.
   void reattach(Mappings& mappings);
-  // detach(), then unmapped at once.
+  // detach(), then unmapped at once, chunk by chunk from `offset` up (the
+  // owner's subscribers are told of the whole span first). When the driver
+  // refuses a chunk (Error with its status), the chunks before it are
+  // unmapped and that chunk and those after it stay in the range, mapped
+  // (mapped() and is_mapped() say so); a later unmap() may try again.
   void unmap(size_t offset, size_t bytes);
   // Whether every byte of [offset, offset + bytes) is mapped.
   bool is_mapped(size_t offset, size_t bytes) const;
   // Whether any byte of [offset, offset + bytes) is still mapped by
   // detached Mappings that were not destroyed yet.
   bool is_detached(size_t offset, size_t bytes) const;
+  // Whether any byte of [offset, offset + bytes) is a chunk the driver
+  // refused to unmap when its detached Mappings was cleared: out of use
+  // for the range's life.
+  bool is_stuck(size_t offset, size_t bytes) const;
 
   // Sets `location`'s access over every mapping (cuMemSetAccess, one call
   // per chunk) and records it for chunks mapped later: Access::none revokes

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/driver.hpp"
 #include "error.hpp"
 #include "fake_vmm.hpp"
 #include "vmm/range.hpp"
@@ -258,6 +259,60 @@ TEST_F(VmmRange, DetachedMappingsStayMappedUntilDestroyed) {
   EXPECT_EQ(moved.bytes(), 2 * kGranule);
   // `moved` is destroyed after the range: it keeps the range's address
   // space reserved until its own mappings are unmapped.
+}
+
+// The books follow the driver: a chunk the driver refuses to unmap stays
+// in the range, mapped (found in review: unmap() once dropped it from the
+// books whatever cuMemUnmap said, and the next map over it failed).
+TEST_F(VmmRange, AChunkTheDriverRefusesToUnmapStaysInTheRange) {
+  auto r = range(4);
+  r->map(0, 3 * kGranule, kGranule);
+  std::memset(at(*r, 2 * kGranule), 0x5a, kGranule);
+  fake.fail("cuMemUnmap", 2, CUDA_ERROR_UNKNOWN);
+  std::string why;
+  EXPECT_EQ(status_of([&] { r->unmap(0, 3 * kGranule); }, &why), Status::driver);
+  EXPECT_NE(why.find("cuMemUnmap"), std::string::npos) << why;
+  EXPECT_NE(why.find("stays mapped"), std::string::npos) << why;
+  EXPECT_FALSE(r->is_mapped(0, kGranule)) << "the chunk before the refused one is unmapped";
+  EXPECT_TRUE(r->is_mapped(kGranule, 2 * kGranule)) << "the refused chunk and the next stay";
+  EXPECT_EQ(r->mapped(), 2 * kGranule);
+  EXPECT_EQ(fake.counts().live_mappings, 2u) << "the books agree with the driver";
+  EXPECT_FALSE(r->is_detached(kGranule, 2 * kGranule));
+  EXPECT_EQ(at(*r, 2 * kGranule)[0], 0x5a) << "still mapped, contents kept";
+  r->map(0, kGranule, kGranule);  // the unmapped chunk's span is free
+  EXPECT_EQ(status_of([&] { r->map(kGranule, kGranule, kGranule); }), Status::invalid_argument)
+      << "the refused chunk is still mapped there";
+  r->unmap(0, 3 * kGranule);  // a later unmap gets it
+  EXPECT_EQ(r->mapped(), 0u);
+  EXPECT_EQ(fake.counts().live_mappings, 0u);
+}
+
+// Detached mappings are cleared where no one can hear of a failure (a
+// destructor, the release queue): a chunk the driver refuses to unmap
+// keeps its span out of the range's use, named as such, for good; the
+// rest of the range works on.
+TEST_F(VmmRange, ASpanTheDriverRefusedToUnmapIsNeverMappedAgain) {
+  auto r = range(4);
+  r->map(0, 3 * kGranule, kGranule);
+  vmm::Mappings later = r->detach(kGranule, 2 * kGranule);
+  fake.fail("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN);
+  later.clear();
+  EXPECT_FALSE(r->is_detached(kGranule, 2 * kGranule));
+  EXPECT_TRUE(r->is_stuck(kGranule, kGranule));
+  EXPECT_FALSE(r->is_stuck(2 * kGranule, kGranule)) << "the second chunk was unmapped";
+  EXPECT_FALSE(r->is_stuck(0, kGranule));
+  std::string why;
+  EXPECT_EQ(status_of([&] { r->map(kGranule, kGranule, kGranule); }, &why),
+            Status::invalid_argument);
+  EXPECT_NE(why.find("refused to unmap"), std::string::npos) << why;
+  EXPECT_EQ(status_of([&] { r->map(0, 2 * kGranule, 2 * kGranule); }), Status::invalid_argument)
+      << "nor any span over it";
+  r->map(2 * kGranule, 2 * kGranule, kGranule);  // the rest of the range works on
+  EXPECT_EQ(r->mapped(), 3 * kGranule);
+  EXPECT_EQ(fake.counts().live_mappings, 4u) << "the range's three, and the refused chunk";
+  // Unmapped behind the range's back, so that the test ends with nothing live.
+  EXPECT_EQ(cumem::core::driver::get().cuMemUnmap_fn(r->address() + kGranule, kGranule),
+            CUDA_SUCCESS);
 }
 
 TEST_F(VmmRange, ExtendsInPlaceWhereTheAddressesAfterItAreFree) {

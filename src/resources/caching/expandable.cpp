@@ -158,15 +158,18 @@ std::vector<ExpandableSegments::Span> ExpandableSegments::whole_pages(uint64_t b
   return spans;
 }
 
-void ExpandableSegments::unmap_span(const Span& s, uint64_t bytes,
-                                    std::vector<std::pair<char*, uint64_t>>* spans_out) {
-  // The span's last `bytes` (whole pages) go; the rest of the piece stays free.
+uint64_t ExpandableSegments::unmap_span(const Span& s, uint64_t bytes,
+                                        std::vector<std::pair<char*, uint64_t>>* spans_out) {
+  // The span's last `bytes` (whole pages) go; the rest of the piece stays
+  // free (and so do the pages the driver refused).
   const uint64_t lo = s.hi - bytes;
-  s.piece->segment->pages->unmap(offset_of(s.piece) + lo, bytes);
-  if (spans_out) spans_out->emplace_back(s.piece->ptr + lo, bytes);
-  mapped_ -= bytes;
-  pages_unmapped_ += bytes / page_of(s.piece);
-  make_unmapped(s.piece, lo, s.hi);
+  const uint64_t done = s.piece->segment->pages->unmap(offset_of(s.piece) + lo, bytes);
+  if (done == 0) return 0;
+  if (spans_out) spans_out->emplace_back(s.piece->ptr + lo, done);
+  mapped_ -= done;
+  pages_unmapped_ += done / page_of(s.piece);
+  make_unmapped(s.piece, lo, lo + done);
+  return done;
 }
 
 // The bytes grow() would map for the block at `spot` (in a new range when
@@ -203,9 +206,10 @@ uint64_t ExpandableSegments::recycle(uint64_t rounded, uintptr_t key,
     // Whole pages of the fragment's range (larger ones than the spot's
     // may unmap more than it needs).
     const uint64_t bytes = std::min(round_up(left, page_of(s.piece)), s.bytes);
-    unmap_span(s, bytes, spans_out);
-    left -= std::min(left, bytes);
-    unmapped += bytes;
+    const uint64_t done = unmap_span(s, bytes, spans_out);
+    left -= std::min(left, done);
+    unmapped += done;
+    if (done < bytes) break;  // the driver refused a page: grow() maps the rest
   }
   return unmapped;
 }
@@ -219,16 +223,9 @@ uint64_t ExpandableSegments::unmap_done(uint64_t bytes,
   for (auto s = spans.rbegin(); s != spans.rend() && unmapped < bytes; ++s) {
     if (!done(*s->piece)) continue;
     const uint64_t n = std::min(round_up(bytes - unmapped, page_of(s->piece)), s->bytes);
-    try {
-      unmap_span(*s, n, spans_out);
-    } catch (...) {
-      // The pages refused the span before unmapping any of it (a driver
-      // failure of cuMemUnmap itself is logged by the pages, not thrown):
-      // what went before stays counted, and the rest waits for a later look.
-      log::swallowed("unmapping free pages in return for pages mapped in the place of fragments");
-      break;
-    }
-    unmapped += n;
+    const uint64_t done = unmap_span(*s, n, spans_out);
+    unmapped += done;
+    if (done < n) break;  // the driver refused a page (logged): the rest waits
   }
   return unmapped;
 }
@@ -289,9 +286,10 @@ uint64_t ExpandableSegments::unmap_free(uint64_t keep, uint64_t& cached,
   if (spans_out) spans_out->reserve(spans_out->size() + spans.size());  // no throw below
   for (const Span& s : spans) {
     if (cached <= keep) break;
-    unmap_span(s, s.bytes, spans_out);
-    cached -= s.bytes;
-    unmapped += s.bytes;
+    const uint64_t done = unmap_span(s, s.bytes, spans_out);
+    cached -= done;
+    unmapped += done;
+    if (done < s.bytes) break;  // the driver refused a page (logged): it stays cached
   }
   // Ranges with nothing mapped go (their address space too).
   for (auto it = segments_.begin(); it != segments_.end();) {

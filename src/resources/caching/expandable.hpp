@@ -97,7 +97,7 @@ class ExpandableSegments : public Segments {
   // says their work is done, the smallest spans first (a large free piece
   // is the likeliest to serve the next request), until `bytes` are
   // unmapped (rounded up to whole pages of the last span); returns the
-  // bytes unmapped. A span the pages refuse (an exception) stops it there
+  // bytes unmapped. A page the driver refuses to unmap stops it there
   // (logged): the bytes before it are returned. For the adaptor's repayment of pages mapped in
   // the place of fragments that were not known done (caching_resource.cpp,
   // repay_loans), which a free calls and must not fail.
@@ -140,8 +140,11 @@ class ExpandableSegments : public Segments {
   static bool next_to(const Spot& spot, const Span& s);
   // The whole pages of free pieces smaller than `below`, largest first.
   std::vector<Span> whole_pages(uint64_t below) const;
-  // Unmaps the last `bytes` (whole pages) of span `s`.
-  void unmap_span(const Span& s, uint64_t bytes, std::vector<std::pair<char*, uint64_t>>* spans_out);
+  // Unmaps the last `bytes` (whole pages) of span `s` and returns the
+  // bytes unmapped: fewer when the pages refused one (PageRange::unmap),
+  // and then the books count only those.
+  uint64_t unmap_span(const Span& s, uint64_t bytes,
+                      std::vector<std::pair<char*, uint64_t>>* spans_out);
   ExpandableSegment* add_range(uint64_t bytes, uintptr_t key, uint64_t page);
   static uint64_t page_of(const Piece* p);  // the page size of p's range
   void insert_unmapped(Piece* p);

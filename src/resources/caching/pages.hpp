@@ -31,9 +31,11 @@ class PageRange {
   // size, nothing mapped there yet; all or nothing. Out of memory:
   // Error(out_of_memory), nothing mapped.
   virtual void map(uint64_t offset, uint64_t bytes) = 0;
-  // Unmaps [offset, offset + bytes) (whole pages, mapped) at once: the
-  // caller ordered it after the work that used the memory.
-  virtual void unmap(uint64_t offset, uint64_t bytes) = 0;
+  // Unmaps [offset, offset + bytes) (whole pages, mapped) at once, from
+  // `offset` up: the caller ordered it after the work that used the memory.
+  // Returns the bytes unmapped: all of them, or fewer when the driver
+  // refused a page (logged), which stays mapped with the pages after it.
+  virtual uint64_t unmap(uint64_t offset, uint64_t bytes) noexcept = 0;
   // Grants (read_write) or revokes device `ordinal`'s read-write access to
   // every page mapped now and later (the range's own device keeps its
   // own); all or nothing.

@@ -1,6 +1,7 @@
 #include "vmm_pages.hpp"
 
 #include "../../error.hpp"
+#include "../../log.hpp"
 #include "../../vmm/range.hpp"
 #include "../../vmm/spec.hpp"
 
@@ -18,8 +19,19 @@ class VmmRange final : public PageRange {
     range_->map(static_cast<size_t>(offset), static_cast<size_t>(bytes),
                 static_cast<size_t>(page_));
   }
-  void unmap(uint64_t offset, uint64_t bytes) override {
-    range_->unmap(static_cast<size_t>(offset), static_cast<size_t>(bytes));
+  uint64_t unmap(uint64_t offset, uint64_t bytes) noexcept override {
+    try {
+      range_->unmap(static_cast<size_t>(offset), static_cast<size_t>(bytes));
+      return bytes;
+    } catch (...) {
+      log::swallowed("unmapping pages of an expandable range (the refused page stays mapped)");
+    }
+    // The range unmapped its chunks (pages) from `offset` up to the refused one.
+    uint64_t done = 0;
+    while (done < bytes && !range_->is_mapped(static_cast<size_t>(offset + done),
+                                              static_cast<size_t>(page_)))
+      done += page_;
+    return done;
   }
   void set_access(int ordinal, bool read_write) override {
     range_->set_access(Location{LocationType::device, ordinal},

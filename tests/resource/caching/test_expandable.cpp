@@ -24,6 +24,9 @@ struct Calls {
   std::vector<std::string> log;
   bool refuse_next_map = false;
   int refuse_access_of_range = 0;  // the range (number) whose next set_access fails
+  // The next unmap stops before the page at this range offset (as a driver
+  // refusing its cuMemUnmap); UINT64_MAX: none.
+  uint64_t refuse_unmap_at = UINT64_MAX;
   std::string take() {
     std::string out;
     for (const std::string& c : log) out += (out.empty() ? "" : ", ") + c;
@@ -75,14 +78,23 @@ class RecordingRange final : public PageRange {
     calls_.log.push_back("access R" + std::to_string(number_) + " dev" + std::to_string(ordinal) +
                          (read_write ? " rw" : " none"));
   }
-  void unmap(uint64_t offset, uint64_t bytes) override {
+  uint64_t unmap(uint64_t offset, uint64_t bytes) noexcept override {
     check(offset, bytes);
-    for (uint64_t p = offset; p < offset + bytes; p += page_) {
+    uint64_t end = offset + bytes;
+    if (calls_.refuse_unmap_at >= offset && calls_.refuse_unmap_at < end) {
+      end = calls_.refuse_unmap_at;
+      calls_.refuse_unmap_at = UINT64_MAX;
+      calls_.log.push_back("refused R" + std::to_string(number_) + " " +
+                           std::to_string(end / MiB));
+    }
+    for (uint64_t p = offset; p < end; p += page_) {
       EXPECT_TRUE(mapped_[p]) << "page at " << p << " unmapped but not mapped";
       mapped_[p] = false;
     }
-    calls_.log.push_back("unmap R" + std::to_string(number_) + " " +
-                         std::to_string(offset / MiB) + "+" + std::to_string(bytes / MiB));
+    if (end > offset)
+      calls_.log.push_back("unmap R" + std::to_string(number_) + " " +
+                           std::to_string(offset / MiB) + "+" + std::to_string((end - offset) / MiB));
+    return end - offset;
   }
 
  private:
@@ -494,6 +506,48 @@ TEST_F(Expandable, ARecycleInPassesUnmapsOnlyWhatTheBlockNeeds) {
   EXPECT_EQ(segments.recycle(90 * MiB, 1, nullptr, nullptr, wanted - first), 80 * MiB);
   EXPECT_EQ(calls.take(), "unmap R1 60+80") << "f2, the largest; f3 stays";
   EXPECT_EQ(segments.free_bytes(), 40 * MiB);
+}
+
+// A page the driver refuses to unmap stays mapped in the books too: the
+// segments count only what was unmapped, stop there, and serve the refused
+// page again (found in review: the books once said unmapped whatever the
+// driver did, and the next map over the page failed).
+TEST_F(Expandable, APageTheDriverRefusesToUnmapStaysMappedAndFree) {
+  void* a = allocate(60 * MiB);  // 0..60
+  void* b = allocate(20 * MiB);  // 60..80
+  void* c = allocate(40 * MiB);  // 80..120
+  segments.put_back(a, 1);
+  segments.put_back(c, 1);
+  segments.forget_streams({});
+  calls.take();
+  uint64_t cached = segments.free_bytes();
+  ASSERT_EQ(cached, 100 * MiB);
+  calls.refuse_unmap_at = 20 * MiB;  // the second page of 0..60
+  EXPECT_EQ(segments.unmap_free(0, cached), 20 * MiB);
+  EXPECT_EQ(calls.take(), "refused R1 20, unmap R1 0+20")
+      << "the largest span first, stopped at the refused page; 80..120 waits";
+  EXPECT_EQ(cached, 80 * MiB);
+  EXPECT_EQ(segments.mapped_bytes(), 100 * MiB);
+  EXPECT_EQ(segments.free_bytes(), 80 * MiB) << "20..60 and 80..120, mapped and free";
+  // Recycling for a 100 MiB block (it goes after 80..120, into the
+  // unmapped rest) takes the fragment 20..60 and stops the same way.
+  calls.refuse_unmap_at = 40 * MiB;
+  EXPECT_EQ(segments.recycle(100 * MiB, 1), 20 * MiB);
+  EXPECT_EQ(calls.take(), "refused R1 40, unmap R1 20+20");
+  EXPECT_EQ(segments.mapped_bytes(), 80 * MiB);
+  EXPECT_EQ(segments.free_bytes(), 60 * MiB) << "40..60, refused, and 80..120: mapped and free";
+  // The refused page serves a block without a new page ...
+  void* d = allocate(20 * MiB);
+  EXPECT_EQ(d, at(1, 40));
+  EXPECT_EQ(calls.take(), "");
+  // ... and the next trim unmaps what it can.
+  segments.forget_streams({});
+  cached = segments.free_bytes();
+  EXPECT_EQ(segments.unmap_free(0, cached), 40 * MiB);
+  EXPECT_EQ(calls.take(), "unmap R1 80+40");
+  EXPECT_EQ(segments.mapped_bytes(), 40 * MiB);
+  segments.put_back(b, 1);
+  segments.put_back(d, 1);
 }
 
 TEST_F(Expandable, ARangeWithBlocksInUseOutlivesTheSegments) {
