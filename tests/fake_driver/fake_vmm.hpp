@@ -52,6 +52,7 @@ class FakeVmm {
     find(attribute_, "fake_cuda_set_attribute");
     find(access_of_, "fake_vmm_access");
     find(chunk_prop_, "fake_vmm_chunk_prop");
+    find(get_proc_, "cuGetProcAddress_v2");
   }
   ~FakeVmm() {
     if (library_) dlclose(library_);
@@ -113,6 +114,16 @@ class FakeVmm {
   bool chunk_prop(const void* address, int* handle_types, int* gpu_direct_rdma) const {
     return chunk_prop_(address, handle_types, gpu_direct_rdma) != 0;
   }
+  // The fake's own cuMemUnmap, behind the library's back (to tidy up what
+  // a test made the driver refuse to unmap).
+  CUresult unmap(const void* address, size_t size) const {
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult found{};
+    if (!get_proc_ || get_proc_("cuMemUnmap", &fn, 12000, 0, &found) != CUDA_SUCCESS || !fn)
+      return CUDA_ERROR_NOT_FOUND;
+    return reinterpret_cast<CUresult (*)(CUdeviceptr, size_t)>(fn)(
+        reinterpret_cast<CUdeviceptr>(address), size);
+  }
 
  private:
   template <class F>
@@ -134,4 +145,6 @@ class FakeVmm {
   void (*attribute_)(int, int) = nullptr;
   int (*access_of_)(const void*, int) = nullptr;
   int (*chunk_prop_)(const void*, int*, int*) = nullptr;
+  CUresult (*get_proc_)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*) =
+      nullptr;
 };

@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "driver/driver.hpp"
 #include "error.hpp"
 #include "fake_vmm.hpp"
 #include "vmm/range.hpp"
@@ -311,8 +310,7 @@ TEST_F(VmmRange, ASpanTheDriverRefusedToUnmapIsNeverMappedAgain) {
   EXPECT_EQ(r->mapped(), 3 * kGranule);
   EXPECT_EQ(fake.counts().live_mappings, 4u) << "the range's three, and the refused chunk";
   // Unmapped behind the range's back, so that the test ends with nothing live.
-  EXPECT_EQ(cumem::core::driver::get().cuMemUnmap_fn(r->address() + kGranule, kGranule),
-            CUDA_SUCCESS);
+  EXPECT_EQ(fake.unmap(at(*r, kGranule), kGranule), CUDA_SUCCESS);
 }
 
 TEST_F(VmmRange, ExtendsInPlaceWhereTheAddressesAfterItAreFree) {

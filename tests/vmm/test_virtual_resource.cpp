@@ -285,6 +285,34 @@ TEST_F(VirtualTest, ShrinkingGivesWholeChunksBack) {
   cumem_resource_release(r);
 }
 
+// A chunk of a shrink's tail that the driver refuses to unmap stays mapped
+// for good: growing the buffer over it moves the buffer to a new range
+// (contents kept) instead of failing on the address still mapped.
+TEST_F(VirtualTest, GrowingOverATailTheDriverRefusedToUnmapMovesTheBuffer) {
+  cumem_resource_t* r = make(kGranule);
+  cumem_buffer_t* b = nullptr;
+  CUMEM_ASSERT_OK(cumem_resource_allocate(r, 4 * kGranule, stream, &b));
+  unsigned char* p = bytes(b);
+  pattern(p, 4 * kGranule, 9);
+  fake.fail("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN);
+  CUMEM_ASSERT_OK(cumem_buffer_resize(b, kGranule, stream));  // the failure goes to the log
+  EXPECT_EQ(bytes(b), p);
+  EXPECT_EQ(vstats(r).bytes_mapped, kGranule);
+  EXPECT_EQ(fake.access_of(p + kGranule, 0), CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+      << "the refused chunk is still mapped";
+  EXPECT_EQ(fake.access_of(p + 2 * kGranule, 0), -1) << "the others were unmapped";
+  // Unmapped behind the library's back (whose books still say it is), so
+  // that the old range's address space can go when the buffer moves and
+  // the test ends with nothing live.
+  EXPECT_EQ(fake.unmap(p + kGranule, kGranule), CUDA_SUCCESS);
+  CUMEM_ASSERT_OK(cumem_buffer_resize(b, 3 * kGranule, stream));
+  EXPECT_NE(bytes(b), p) << "moved: the old range's second chunk cannot be mapped again";
+  EXPECT_TRUE(has_pattern(bytes(b), kGranule, 9));
+  EXPECT_EQ(vstats(r).bytes_mapped, 3 * kGranule);
+  cumem_buffer_release(b);
+  cumem_resource_release(r);
+}
+
 TEST_F(VirtualTest, ResizeRefusesWhatWouldLeaveViewsBehind) {
   cumem_resource_t* r = make();
   cumem_buffer_t* b = nullptr;

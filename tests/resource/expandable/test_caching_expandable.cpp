@@ -178,6 +178,31 @@ TEST_F(ExpandableCache, TrimUnmapsAfterTheDevicesWorkAndFreesTheRanges) {
   cumem_stream_release(other);
 }
 
+// A page the driver refuses to unmap stays in the books as mapped and free:
+// the trim stops there, the cache's reserved bytes agree with the driver's,
+// the page serves the next block without a new mapping, and a later trim
+// takes it (found in review: the books once said unmapped whatever
+// cuMemUnmap returned, and the next map over the page failed).
+TEST_F(ExpandableCache, APageTheDriverRefusesToUnmapStaysCachedAndServesAgain) {
+  void* a = allocate(60 * MiB);  // three pages, one span once freed
+  free(a, 60 * MiB);
+  fake.fail("cuMemUnmap", 2, CUDA_ERROR_UNKNOWN);  // the second page
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
+  cumem_caching_statistics_t s = caching_of(cache);
+  EXPECT_EQ(fake.counts().live_bytes, 40 * MiB) << "the refused page and the one after it";
+  EXPECT_EQ(s.bytes_reserved, 40 * MiB) << "the books agree with the driver";
+  EXPECT_EQ(s.bytes_cached, 40 * MiB);
+  EXPECT_EQ(s.pages_unmapped, 1u);
+  const uint64_t maps = fake.counts().maps;
+  void* b = allocate(40 * MiB);
+  EXPECT_EQ(fake.counts().maps, maps) << "the pages still mapped serve it";
+  free(b, 40 * MiB);
+  CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
+  s = caching_of(cache);
+  EXPECT_EQ(s.bytes_reserved, 0u);
+  EXPECT_EQ(fake.counts().live_bytes, 0u);
+}
+
 TEST_F(ExpandableCache, ABlockInUseKeepsItsPagesThroughATrim) {
   void* a = allocate(40 * MiB);
   void* b = allocate(40 * MiB);
