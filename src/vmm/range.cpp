@@ -76,6 +76,32 @@ std::string span(size_t offset, size_t bytes) {
          std::to_string(bytes) + ")";
 }
 
+// Unmaps `m` (at `offset` in its range) now; when the driver refuses, the
+// address stays mapped for good: logged as `doing`, the mapping abandoned
+// (its destructor then only drops the chunk) and its span put in `stuck`.
+void unmap_or_keep_out(size_t offset, Mapping& m, std::map<size_t, size_t>& stuck,
+                       const char* doing) noexcept {
+  try {
+    m.unmap();
+    return;
+  } catch (...) {
+    log::swallowed(doing);
+  }
+  m.abandon();
+  try {
+    stuck.emplace(offset, m.size());
+  } catch (...) {
+    log::swallowed("recording a span of virtual memory the driver refused to unmap");
+  }
+}
+
+// The same for each of `mappings`, which are then dropped.
+void unmap_or_keep_out(std::map<size_t, std::unique_ptr<Mapping>>& mappings,
+                       std::map<size_t, size_t>& stuck, const char* doing) noexcept {
+  for (auto& [offset, m] : mappings) unmap_or_keep_out(offset, *m, stuck, doing);
+  mappings.clear();  // drops each chunk's share (cuMemRelease of the last)
+}
+
 // Whether any span of `spans` (offset -> bytes) overlaps [offset, offset + bytes).
 bool overlaps(const std::map<size_t, size_t>& spans, size_t offset, size_t bytes) {
   auto it = spans.lower_bound(offset + bytes);
@@ -108,18 +134,9 @@ void Mappings::clear() noexcept {
   if (mappings_.empty() && reservations_.empty()) return;
   notify_unmaps(mappings_, *spec_, owner_);
   CleanupContext scope(spec_->device());
-  for (const auto& [offset, m] : mappings_) {
-    detached_->spans.erase(offset);
-    try {
-      m->unmap();
-    } catch (...) {
-      // Still mapped: the span stays out of the range's use for good.
-      log::swallowed("unmapping detached virtual memory (its span of the range stays out of use)");
-      m->abandon();
-      detached_->stuck.emplace(offset, m->size());
-    }
-  }
-  mappings_.clear();      // drops each chunk's share (cuMemRelease of the last)
+  for (const auto& [offset, m] : mappings_) detached_->spans.erase(offset);
+  unmap_or_keep_out(mappings_, detached_->stuck,
+                    "unmapping detached virtual memory (its span of the range stays out of use)");
   reservations_.clear();  // then the address space, if the range is gone
 }
 
@@ -211,9 +228,16 @@ void Range::set_access_over(size_t offset, size_t bytes,
            "setting the access to " + span(offset, bytes) + " of " + spec_->describe());
 }
 
-std::unique_ptr<Mapping> Range::map_with_access(size_t offset, std::shared_ptr<Chunk> chunk) const {
+std::unique_ptr<Mapping> Range::map_with_access(size_t offset, std::shared_ptr<Chunk> chunk) {
   std::unique_ptr<Mapping> m = Mapping::map(address() + offset, std::move(chunk));
-  m->set_access(access_descriptors());  // on a throw, `m` unmaps
+  try {
+    m->set_access(access_descriptors());
+  } catch (...) {
+    unmap_or_keep_out(offset, *m, detached_->stuck,
+                      "unmapping a chunk whose access could not be set (its span of the range "
+                      "stays out of use)");
+    throw;
+  }
   return m;
 }
 
@@ -225,7 +249,8 @@ void Range::map(size_t offset, size_t bytes, size_t chunk_size) {
   RelaxedCaptureMode relaxed;  // never invalidates another thread's capture
   // Built apart and merged at the end (std::map::merge moves nodes and
   // allocates nothing), so a throw anywhere leaves the range as it was and
-  // `made` unmaps and releases what this call created.
+  // what this call created is unmapped and released (a chunk the driver
+  // refuses to unmap keeps its span out of use: see DetachedSpans::stuck).
   // The access is set once per reservation over all its new chunks (one
   // cuMemSetAccess, as the driver allows over adjacent mappings), not per
   // chunk: one driver call fewer a chunk where the expandable cache maps
@@ -236,16 +261,22 @@ void Range::map(size_t offset, size_t bytes, size_t chunk_size) {
   const std::vector<CUmemAccessDesc> access = access_descriptors();
   const size_t end = offset + bytes;
   size_t unset = offset;  // the first new chunk whose access is not set
-  for (size_t at = offset; at < end;) {
-    const size_t reservation = reservation_end(at);
-    size_t piece = end - at < chunk_size ? end - at : chunk_size;
-    if (piece > reservation - at) piece = reservation - at;
-    made.emplace(at, Mapping::map(address() + at, Chunk::create(spec_, piece)));
-    at += piece;
-    if (at == end || at == reservation) {
-      set_access_over(unset, at - unset, access);
-      unset = at;
+  try {
+    for (size_t at = offset; at < end;) {
+      const size_t reservation = reservation_end(at);
+      size_t piece = end - at < chunk_size ? end - at : chunk_size;
+      if (piece > reservation - at) piece = reservation - at;
+      made.emplace(at, Mapping::map(address() + at, Chunk::create(spec_, piece)));
+      at += piece;
+      if (at == end || at == reservation) {
+        set_access_over(unset, at - unset, access);
+        unset = at;
+      }
     }
+  } catch (...) {
+    unmap_or_keep_out(made, detached_->stuck,
+                      "undoing a failed map of virtual memory (a span of the range stays out of use)");
+    throw;
   }
   mappings_.merge(made);
   mapped_ += bytes;

@@ -14,9 +14,10 @@
 //
 // The books follow the driver: a chunk counts as unmapped only once
 // cuMemUnmap succeeded. unmap() leaves a chunk the driver refused to unmap
-// in the range (and throws); a detached Mappings destroyed when the driver
-// refuses keeps that span out of use for good (map() refuses it by name),
-// since the address is still mapped.
+// in the range (and throws). Where a refusal cannot be reported (a
+// detached Mappings cleared, the rollback of a failed map), the chunk's
+// span stays out of use for good (map() refuses it by name), since the
+// address is still mapped.
 //
 // Units: offsets are bytes from address(). Every offset, size, chunk size
 // and alignment given to a range must be a multiple of granularity() (a
@@ -78,8 +79,9 @@ struct ChunkInfo {
 // and its Mappings objects), so that map() refuses them by name.
 struct DetachedSpans {
   std::map<size_t, size_t> spans;  // offset -> bytes
-  // Those whose cuMemUnmap failed when their Mappings was cleared: still
-  // mapped by the driver, so never mapped again.
+  // Chunks whose cuMemUnmap failed where no one could hear (their
+  // Mappings cleared, a failed map() undone): still mapped by the driver,
+  // so never mapped again.
   std::map<size_t, size_t> stuck;
 };
 
@@ -191,8 +193,8 @@ class Range {
   // detached Mappings that were not destroyed yet.
   bool is_detached(size_t offset, size_t bytes) const;
   // Whether any byte of [offset, offset + bytes) is a chunk the driver
-  // refused to unmap when its detached Mappings was cleared: out of use
-  // for the range's life.
+  // refused to unmap where no one could hear (DetachedSpans::stuck): out
+  // of use for the range's life.
   bool is_stuck(size_t offset, size_t bytes) const;
 
   // Sets `location`'s access over every mapping (cuMemSetAccess, one call
@@ -237,7 +239,7 @@ class Range {
   // cuMemSetAccess of `access` over [offset, offset + bytes), mapped chunks
   // of one reservation; nothing for an empty list.
   void set_access_over(size_t offset, size_t bytes, const std::vector<CUmemAccessDesc>& access) const;
-  std::unique_ptr<Mapping> map_with_access(size_t offset, std::shared_ptr<Chunk> chunk) const;
+  std::unique_ptr<Mapping> map_with_access(size_t offset, std::shared_ptr<Chunk> chunk);
 
   std::shared_ptr<const Spec> spec_;
   // Declared before the mappings, so that they are destroyed after them;

@@ -80,6 +80,11 @@ struct State {
   std::string fail_name_storage;
   unsigned fail_countdown = 0;      // 0: disarmed
   CUresult fail_result = CUDA_SUCCESS;
+  // A second failure armed apart (fake_vmm_fail_also), for a rollback
+  // whose own cleanup fails.
+  std::string also_name;
+  unsigned also_countdown = 0;  // 0: disarmed
+  CUresult also_result = CUDA_SUCCESS;
   size_t granularity_minimum = size_t{64} << 10;
   size_t granularity_recommended = size_t{2} << 20;
   bool refuse_hints = false;
@@ -100,6 +105,11 @@ bool injected(State& s, const char* name, CUresult& result) {
   ++s.counts.vmm_calls;
   s.log += name;
   s.log += ' ';
+  if (s.also_countdown != 0 && s.also_name == name && --s.also_countdown == 0) {
+    result = s.also_result;
+    s.log += "(failed) ";
+    return true;
+  }
   if (s.fail_countdown == 0) return false;
   if (s.fail_name && std::strcmp(s.fail_name, name) != 0) return false;
   if (--s.fail_countdown != 0) return false;
@@ -774,6 +784,7 @@ FAKE_CUDA_EXPORT void fake_vmm_reset() {
   s.log.clear();
   s.fail_countdown = 0;
   s.fail_name = nullptr;
+  s.also_countdown = 0;
   s.granularity_minimum = size_t{64} << 10;
   s.granularity_recommended = size_t{2} << 20;
   s.refuse_hints = false;
@@ -788,6 +799,14 @@ FAKE_CUDA_EXPORT void fake_vmm_fail(const char* name, unsigned nth, CUresult res
   s.fail_name = name ? s.fail_name_storage.c_str() : nullptr;
   s.fail_countdown = nth;
   s.fail_result = result;
+}
+
+FAKE_CUDA_EXPORT void fake_vmm_fail_also(const char* name, unsigned nth, CUresult result) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.also_name = name ? name : "";
+  s.also_countdown = name ? nth : 0;
+  s.also_result = result;
 }
 
 FAKE_CUDA_EXPORT void fake_vmm_set_granularity(size_t minimum, size_t recommended) {

@@ -42,6 +42,7 @@ class FakeVmm {
     find(log_, "fake_vmm_log");
     find(reset_, "fake_vmm_reset");
     find(fail_, "fake_vmm_fail");
+    find(fail_also_, "fake_vmm_fail_also");
     find(granularity_, "fake_vmm_set_granularity");
     find(refuse_hints_, "fake_vmm_refuse_hints");
     find(allow_fabric_, "fake_vmm_allow_fabric");
@@ -65,7 +66,7 @@ class FakeVmm {
     if (!library_) return "CUMEM_LIBCUDA does not name a loadable fake driver";
     if (!counts_ || !log_ || !reset_ || !fail_ || !granularity_ || !refuse_hints_ ||
         !allow_fabric_ || !memory_ || !busy_ || !finish_ || !finish_behind_ || !attribute_ || !access_of_ ||
-        !chunk_prop_)
+        !chunk_prop_ || !fail_also_ || !get_proc_)
       return "the library named by CUMEM_LIBCUDA is not the VMM fake (fake_cuda_vmm)";
     return "";
   }
@@ -84,6 +85,12 @@ class FakeVmm {
   // The `nth` next call (1: the next) of the entry point `name` (nullptr:
   // of any virtual-memory entry point) fails with `result`, once.
   void fail(const char* name, unsigned nth, CUresult result) const { fail_(name, nth, result); }
+  // A second failure, armed apart from fail()'s: the `nth` next call of
+  // `name` (not null) fails with `result`, once (for a rollback whose own
+  // cleanup fails).
+  void fail_also(const char* name, unsigned nth, CUresult result) const {
+    fail_also_(name, nth, result);
+  }
   void set_granularity(size_t minimum, size_t recommended) const {
     granularity_(minimum, recommended);
   }
@@ -135,6 +142,7 @@ class FakeVmm {
   const char* (*log_)() = nullptr;
   void (*reset_)() = nullptr;
   void (*fail_)(const char*, unsigned, CUresult) = nullptr;
+  void (*fail_also_)(const char*, unsigned, CUresult) = nullptr;
   void (*granularity_)(size_t, size_t) = nullptr;
   void (*refuse_hints_)(int) = nullptr;
   void (*allow_fabric_)(int) = nullptr;

@@ -313,6 +313,34 @@ TEST_F(VmmRange, ASpanTheDriverRefusedToUnmapIsNeverMappedAgain) {
   EXPECT_EQ(fake.unmap(at(*r, kGranule), kGranule), CUDA_SUCCESS);
 }
 
+// The same where a failed map() undoes what it made, and the driver
+// refuses to unmap a chunk of it: the span stays out of use by name.
+TEST_F(VmmRange, AChunkAFailedMapCannotTakeBackKeepsItsSpanOutOfUse) {
+  auto r = range(4);
+  fake.fail("cuMemSetAccess", 1, CUDA_ERROR_UNKNOWN);
+  fake.fail_also("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN);
+  EXPECT_EQ(status_of([&] { r->map(0, 2 * kGranule, kGranule); }), Status::driver);
+  EXPECT_EQ(r->mapped(), 0u);
+  EXPECT_TRUE(r->is_stuck(0, kGranule)) << "the first chunk's unmap was refused";
+  EXPECT_FALSE(r->is_stuck(kGranule, kGranule));
+  std::string why;
+  EXPECT_EQ(status_of([&] { r->map(0, kGranule, kGranule); }, &why), Status::invalid_argument);
+  EXPECT_NE(why.find("refused to unmap"), std::string::npos) << why;
+  r->map(kGranule, kGranule, kGranule);
+  // map_chunk: the chunk's access fails and so does its unmap.
+  auto other = range(1);
+  other->map(0, kGranule, kGranule);
+  fake.fail("cuMemSetAccess", 1, CUDA_ERROR_UNKNOWN);
+  fake.fail_also("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN);
+  EXPECT_EQ(status_of([&] { r->map_chunk(2 * kGranule, other->chunks()[0].chunk); }),
+            Status::driver);
+  EXPECT_TRUE(r->is_stuck(2 * kGranule, kGranule));
+  EXPECT_EQ(r->mapped(), kGranule);
+  EXPECT_EQ(fake.counts().live_mappings, 4u) << "r's one, other's one, and the two refused";
+  EXPECT_EQ(fake.unmap(at(*r, 0), kGranule), CUDA_SUCCESS);
+  EXPECT_EQ(fake.unmap(at(*r, 2 * kGranule), kGranule), CUDA_SUCCESS);
+}
+
 TEST_F(VmmRange, ExtendsInPlaceWhereTheAddressesAfterItAreFree) {
   auto r = range(2);
   r->map(0, 2 * kGranule, 2 * kGranule);
