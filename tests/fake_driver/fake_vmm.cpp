@@ -864,6 +864,25 @@ FAKE_CUDA_EXPORT int fake_vmm_access(const void* address, int device) {
   return fake::valid_device(device) ? m->access[device] : -1;
 }
 
+// Unmaps the mapping that holds `address` (cuMemUnmap of all of it, behind
+// the library's back); CUDA_ERROR_INVALID_VALUE when nothing is mapped there.
+FAKE_CUDA_EXPORT CUresult fake_vmm_unmap_at(const void* address) {
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const uintptr_t p = reinterpret_cast<uintptr_t>(address);
+    auto it = s.mappings.upper_bound(p);
+    if (it == s.mappings.begin()) return CUDA_ERROR_INVALID_VALUE;
+    --it;
+    if (p >= it->first + it->second.size) return CUDA_ERROR_INVALID_VALUE;
+    base = static_cast<CUdeviceptr>(it->first);
+    size = it->second.size;
+  }
+  return fake_cuMemUnmap(base, size);
+}
+
 // What the chunk mapped at `address` was created with: its handle types and
 // whether it is GPUDirect RDMA capable; 0 when nothing is mapped there.
 FAKE_CUDA_EXPORT int fake_vmm_chunk_prop(const void* address, int* handle_types,

@@ -53,7 +53,7 @@ class FakeVmm {
     find(attribute_, "fake_cuda_set_attribute");
     find(access_of_, "fake_vmm_access");
     find(chunk_prop_, "fake_vmm_chunk_prop");
-    find(get_proc_, "cuGetProcAddress_v2");
+    find(unmap_at_, "fake_vmm_unmap_at");
   }
   ~FakeVmm() {
     if (library_) dlclose(library_);
@@ -66,7 +66,7 @@ class FakeVmm {
     if (!library_) return "CUMEM_LIBCUDA does not name a loadable fake driver";
     if (!counts_ || !log_ || !reset_ || !fail_ || !granularity_ || !refuse_hints_ ||
         !allow_fabric_ || !memory_ || !busy_ || !finish_ || !finish_behind_ || !attribute_ || !access_of_ ||
-        !chunk_prop_ || !fail_also_ || !get_proc_)
+        !chunk_prop_ || !fail_also_ || !unmap_at_)
       return "the library named by CUMEM_LIBCUDA is not the VMM fake (fake_cuda_vmm)";
     return "";
   }
@@ -121,16 +121,11 @@ class FakeVmm {
   bool chunk_prop(const void* address, int* handle_types, int* gpu_direct_rdma) const {
     return chunk_prop_(address, handle_types, gpu_direct_rdma) != 0;
   }
-  // The fake's own cuMemUnmap, behind the library's back (to tidy up what
-  // a test made the driver refuse to unmap).
-  CUresult unmap(const void* address, size_t size) const {
-    void* fn = nullptr;
-    CUdriverProcAddressQueryResult found{};
-    if (!get_proc_ || get_proc_("cuMemUnmap", &fn, 12000, 0, &found) != CUDA_SUCCESS || !fn)
-      return CUDA_ERROR_NOT_FOUND;
-    return reinterpret_cast<CUresult (*)(CUdeviceptr, size_t)>(fn)(
-        reinterpret_cast<CUdeviceptr>(address), size);
-  }
+  // Unmaps the whole mapping that holds `address` behind the library's
+  // back (to tidy up what a test made the driver refuse to unmap);
+  // CUDA_ERROR_INVALID_VALUE when nothing is mapped there.
+  CUresult unmap_at(const void* address) const { return unmap_at_(address); }
+  bool is_mapped(const void* address) const { return access_of_(address, 0) != -1; }
 
  private:
   template <class F>
@@ -153,6 +148,5 @@ class FakeVmm {
   void (*attribute_)(int, int) = nullptr;
   int (*access_of_)(const void*, int) = nullptr;
   int (*chunk_prop_)(const void*, int*, int*) = nullptr;
-  CUresult (*get_proc_)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*) =
-      nullptr;
+  CUresult (*unmap_at_)(const void*) = nullptr;
 };

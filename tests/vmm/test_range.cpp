@@ -310,7 +310,7 @@ TEST_F(VmmRange, ASpanTheDriverRefusedToUnmapIsNeverMappedAgain) {
   EXPECT_EQ(r->mapped(), 3 * kGranule);
   EXPECT_EQ(fake.counts().live_mappings, 4u) << "the range's three, and the refused chunk";
   // Unmapped behind the range's back, so that the test ends with nothing live.
-  EXPECT_EQ(fake.unmap(at(*r, kGranule), kGranule), CUDA_SUCCESS);
+  EXPECT_EQ(fake.unmap_at(at(*r, kGranule)), CUDA_SUCCESS);
 }
 
 // The same where a failed map() undoes what it made, and the driver
@@ -337,8 +337,8 @@ TEST_F(VmmRange, AChunkAFailedMapCannotTakeBackKeepsItsSpanOutOfUse) {
   EXPECT_TRUE(r->is_stuck(2 * kGranule, kGranule));
   EXPECT_EQ(r->mapped(), kGranule);
   EXPECT_EQ(fake.counts().live_mappings, 4u) << "r's one, other's one, and the two refused";
-  EXPECT_EQ(fake.unmap(at(*r, 0), kGranule), CUDA_SUCCESS);
-  EXPECT_EQ(fake.unmap(at(*r, 2 * kGranule), kGranule), CUDA_SUCCESS);
+  EXPECT_EQ(fake.unmap_at(at(*r, 0)), CUDA_SUCCESS);
+  EXPECT_EQ(fake.unmap_at(at(*r, 2 * kGranule)), CUDA_SUCCESS);
 }
 
 TEST_F(VmmRange, ExtendsInPlaceWhereTheAddressesAfterItAreFree) {
@@ -616,6 +616,72 @@ TEST_F(VmmRange, RandomSequencesWithFailuresLeakNothing) {
     ASSERT_EQ(c.live_handles, 0u) << "round " << round;
     ASSERT_EQ(c.live_reservations, 0u) << "round " << round;
   }
+}
+
+// Random map, unmap, detach and release of detached mappings, with the
+// driver refusing cuMemUnmap now and then: after every step each granule
+// the fake maps is one the range's books know (mapped, detached, or stuck),
+// and each one they call mapped or detached is mapped in the fake.
+TEST_F(VmmRange, RandomUnmapFailuresKeepTheBooksWithTheDriver) {
+  std::mt19937 rng(20261207);
+  size_t refused_unmaps = 0, stuck_granules = 0;  // both paths must be taken
+  for (int round = 0; round < 100; ++round) {
+    std::vector<std::unique_ptr<vmm::Range>> ranges;
+    std::vector<vmm::Mappings> pending;
+    for (int i = 0; i < 3; ++i) ranges.push_back(range(8));
+    for (int step = 0; step < 40; ++step) {
+      vmm::Range& r = *ranges[rng() % ranges.size()];
+      const size_t first = rng() % 8, count = 1 + rng() % (8 - first);
+      const bool refuse = rng() % 3 == 0;
+      if (refuse) fake.fail("cuMemUnmap", 1 + rng() % 2, CUDA_ERROR_UNKNOWN);
+      try {
+        switch (rng() % 4) {
+          case 0:
+          case 1: r.map(first * kGranule, count * kGranule, kGranule * (1 + rng() % 2)); break;
+          case 2: r.unmap(first * kGranule, count * kGranule); break;
+          case 3:
+            pending.push_back(r.detach(first * kGranule, count * kGranule));
+            if (rng() % 2 && !pending.empty()) {
+              const size_t i = rng() % pending.size();
+              pending[i].clear();  // never throws; a refusal keeps the span out of use
+              pending.erase(pending.begin() + static_cast<long>(i));
+            }
+            break;
+        }
+      } catch (const Error& e) {
+        // Refused spans (overlaps, cut chunks, stuck spans) and refused unmaps.
+        EXPECT_TRUE(e.status() == Status::invalid_argument || e.status() == Status::driver)
+            << e.what();
+        if (e.status() == Status::driver) ++refused_unmaps;
+      }
+      fake.fail(nullptr, 0, CUDA_SUCCESS);
+      for (const auto& range : ranges)
+        for (size_t g = 0; g < 8; ++g) {
+          const size_t o = g * kGranule;
+          const bool books = range->is_mapped(o, kGranule) || range->is_detached(o, kGranule);
+          const bool driver = fake.is_mapped(at(*range, o));
+          ASSERT_EQ(driver, books || range->is_stuck(o, kGranule))
+              << "round " << round << ", step " << step << ", granule " << g;
+          ASSERT_FALSE(books && range->is_stuck(o, kGranule)) << "round " << round;
+        }
+    }
+    pending.clear();
+    // What the driver refused stays mapped: unmapped behind the ranges'
+    // backs so that each round ends with nothing live.
+    for (const auto& range : ranges)
+      for (size_t g = 0; g < 8; ++g)
+        if (range->is_stuck(g * kGranule, kGranule) && fake.is_mapped(at(*range, g * kGranule))) {
+          ++stuck_granules;
+          ASSERT_EQ(fake.unmap_at(at(*range, g * kGranule)), CUDA_SUCCESS);
+        }
+    ranges.clear();
+    const FakeVmmCounts c = fake.counts();
+    ASSERT_EQ(c.live_mappings, 0u) << "round " << round;
+    ASSERT_EQ(c.live_handles, 0u) << "round " << round;
+    ASSERT_EQ(c.live_reservations, 0u) << "round " << round;
+  }
+  EXPECT_GT(refused_unmaps, 0u) << "no unmap() was refused: the test took no failure path";
+  EXPECT_GT(stuck_granules, 0u) << "no span was left stuck: the test took no failure path";
 }
 
 }  // namespace

@@ -304,7 +304,7 @@ TEST_F(VirtualTest, GrowingOverATailTheDriverRefusedToUnmapMovesTheBuffer) {
   // Unmapped behind the library's back (whose books still say it is), so
   // that the old range's address space can go when the buffer moves and
   // the test ends with nothing live.
-  EXPECT_EQ(fake.unmap(p + kGranule, kGranule), CUDA_SUCCESS);
+  EXPECT_EQ(fake.unmap_at(p + kGranule), CUDA_SUCCESS);
   CUMEM_ASSERT_OK(cumem_buffer_resize(b, 3 * kGranule, stream));
   EXPECT_NE(bytes(b), p) << "moved: the old range's second chunk cannot be mapped again";
   EXPECT_TRUE(has_pattern(bytes(b), kGranule, 9));
