@@ -15,6 +15,13 @@
 #   tools/gpu_check.sh bench      the benchmark programs (a release build)
 #   tools/gpu_check.sh workloads  the PyTorch memory workloads of bench/python
 #                                 (one process per allocator)
+#   tools/gpu_check.sh trainings  the three trainings (bench/python/bench_train_*)
+#                                 with the allocators in a balanced order
+#                                 (libcumem, PyTorch, PyTorch expandable, then
+#                                 the reverse), so that no allocator gains
+#                                 from its place in the call; builds only the
+#                                 library and the PyTorch extension when
+#                                 ./build is not there
 #   tools/gpu_check.sh traces     the three trainings' requests recorded
 #                                 (tools/probes/trace_training.py) as
 #                                 $OUT/<workload>.trace.gz, for
@@ -69,6 +76,25 @@ case "$phase" in
       echo "== $w (exit $?)"; tail -12 "$out/$w.txt"
     done
     ;;
+  trainings)
+    dir=build
+    if [ ! -f build/build.ninja ]; then
+      dir=build-lib
+      [ -f build-lib/build.ninja ] ||
+        meson setup build-lib -Dtests=disabled -Dexamples=disabled >"$out/setup.log" 2>&1
+    fi
+    meson compile -C "$dir" cumem:shared_library _cumem_torch:shared_module \
+      >"$out/build-lib.log" 2>&1 || { tail -40 "$out/build-lib.log"; exit 1; }
+    export CUMEM_LIBRARY=$dir/libcumem.so.1 PYTHONPATH=bindings/python:bench/python
+    export CUMEM_TORCH_EXTENSION=$dir/bindings/python/torch_extension/_cumem_torch.so
+    order=libcumem-expandable,pytorch,pytorch-expandable,pytorch-expandable,pytorch,libcumem-expandable
+    for w in "mlp" "gpt2 --steps 40" "resnet50 --steps 50"; do
+      set -- $w
+      timeout 170 "$python" "bench/python/bench_train_$1.py" "${@:2}" --allocators "$order" \
+        >"$out/train_$1.txt" 2>&1
+      echo "== $w (exit $?)"; grep "^| [A-Z]" "$out/train_$1.txt"
+    done
+    ;;
   traces)
     [ -f build/build.ninja ] || tools/build.sh >"$out/build.log" 2>&1
     export CUMEM_FRAMEWORK_RESOURCE=expandable CUMEM_LIBRARY=build/libcumem.so.1
@@ -81,7 +107,7 @@ case "$phase" in
     done
     ;;
   *)
-    echo "usage: tools/gpu_check.sh tests|sanitize|bench|workloads|traces" >&2
+    echo "usage: tools/gpu_check.sh tests|sanitize|bench|workloads|trainings|traces" >&2
     exit 2
     ;;
 esac
