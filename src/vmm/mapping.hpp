@@ -30,7 +30,6 @@ class Mapping {
   // it): the destructor leaves the address mapped and only drops the
   // chunk, whose memory the driver frees if it ever unmaps the address.
   void abandon() noexcept { mapped_ = false; }
-  bool mapped() const noexcept { return mapped_; }
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
 
