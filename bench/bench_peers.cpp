@@ -22,6 +22,7 @@
 // The caching adaptor with expandable segments (issue 18) runs beside the
 // plain one in 1-3, and 3b gives the device memory every allocator takes at
 // the peak of the RMM-shaped trace (cuMemGetInfo after each allocation).
+// `bench_peers N` runs sections 1 to N only (1 2: the pairs and threads).
 // Built where PyTorch's C++ headers are found (bench/meson.build).
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -403,7 +404,9 @@ uint64_t device_memory_at_peak(const Allocator& a, const Trace& t, const Streams
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // bench_peers [LAST]: sections 1 to LAST only (default: all seven).
+  const int last_section = argc > 1 ? std::atoi(argv[1]) : 7;
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("bench_peers: no CUDA device\n");
@@ -459,6 +462,17 @@ int main() {
   cudaStreamCreateWithFlags(&main_stream.cuda, cudaStreamNonBlocking);
   cumem_stream_wrap(env.device, main_stream.cuda, &main_stream.cumem);
 
+  const auto finish = [&] {
+    cumem_stream_release(main_stream.cumem);
+    cudaStreamDestroy(main_stream.cuda);
+    env.facade_cache = cumem::Resource();
+    cumem_resource_release(env.expandable);
+    cumem_resource_release(env.cache);
+    cumem_resource_release(env.pool);
+    cumem_device_release(env.device);
+    return 0;
+  };
+
   // 1. Pair latency.
   const size_t sizes[] = {256, 64 * KiB, 1 * MiB, 64 * MiB};
   const Allocator* latency_rows[] = {&driver_pool, &runtime,      &torch,
@@ -492,6 +506,8 @@ int main() {
     std::printf(" %5.2f", ratio(lat[entry.name][i].median, lat[cache_raw.name][i].median));
   std::printf("\n");
 
+  if (last_section < 2) return finish();
+
   // 2. Threads.
   sched_setaffinity(0, sizeof all_cores, &all_cores);
   std::printf("\n2. 64 KiB pairs, a stream per thread (aggregate M pairs/s)\n%-28s", "");
@@ -516,6 +532,8 @@ int main() {
   for (size_t i = 0; i < std::size(thread_counts); ++i)
     std::printf(" %8.2f", ratio(rates[entry.name][i], rates[cache_raw.name][i]));
   std::printf("\n");
+
+  if (last_section < 3) return finish();
 
   // 3. Random traces.
   const Trace rmm = random_trace(100000, 4096, 256, 8 * MiB, 42);
@@ -749,12 +767,5 @@ int main() {
     cumem_buffer_release(b);
   }
 
-  cumem_stream_release(main_stream.cumem);
-  cudaStreamDestroy(main_stream.cuda);
-  env.facade_cache = cumem::Resource();
-  cumem_resource_release(env.expandable);
-  cumem_resource_release(env.cache);
-  cumem_resource_release(env.pool);
-  cumem_device_release(env.device);
-  return 0;
+  return finish();
 }

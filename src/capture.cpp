@@ -47,7 +47,15 @@ thread_local int relaxed_depth = 0;
 
 // KnownCapture's answer on this thread (stream null: none known).
 using Known = KnownCapture::Answer;
-thread_local Known known;
+thread_local Known known_answer;
+
+// This thread's answer, its address asked of the TLS descriptor once where
+// it is called (left to itself the compiler asks again at each use).
+Known& known() noexcept {
+  Known* k = &known_answer;
+  asm("" : "+r"(k));
+  return *k;
+}
 
 // Field by field: a copy of the whole struct (25 bytes) compiles to two
 // overlapping 16-byte moves, whose load stalls on the store just made
@@ -64,7 +72,8 @@ void assign(Known& to, const Known& from) noexcept {
 
 CaptureStatus capture_status(const Stream* stream) {
   if (never_captures(stream)) return CaptureStatus::none;
-  if (stream == known.stream) return known.info.status;
+  const Known& k = known();
+  if (stream == k.stream) return k.info.status;
   const auto& drv = driver::get();
   // Capture came with cuStreamIsCapturing (CUDA 10.0): a driver without it
   // cannot capture.
@@ -76,19 +85,39 @@ CaptureStatus capture_status(const Stream* stream) {
   return to_status(status);
 }
 
-CaptureInfo capture_info(const Stream* stream) {
+namespace {
+
+// This thread's KnownCapture answer for `stream`, if it has one that
+// capture_info may give.
+bool known_info(const Stream* stream, CaptureInfo& info) noexcept {
+  const Known& k = known();
+  if (stream != k.stream || (!k.has_id && k.info.capturing())) return false;
+  info = k.info;
+  return true;
+}
+
+// Out of line, so that the question's usual path saves no registers for it.
+[[noreturn, gnu::noinline, gnu::cold]] void fail_question(CUresult r, const Stream& stream) {
+  driver::check(r, "cuStreamGetCaptureInfo", "asking whether " + stream.describe() + " captures");
+  fail(Status::driver, "cuStreamGetCaptureInfo failed");  // check() threw already
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] void fail_no_id(const driver::Table& drv,
+                                                      const Stream& stream) {
+  fail(Status::not_supported,
+       stream.describe() + " captures, and the capture's id needs cuStreamGetCaptureInfo "
+                           "(CUDA 12.3 or newer; the driver is CUDA " +
+           std::to_string(drv.driver_version / 1000) + "." +
+           std::to_string((drv.driver_version % 1000) / 10) + ")");
+}
+
+// capture_info past the legacy stream and the known answer, with the
+// driver's table in hand.
+CaptureInfo ask_capture_info(const driver::Table& drv, const Stream* stream) {
   CaptureInfo info;
-  if (never_captures(stream)) return info;
-  if (stream == known.stream && (known.has_id || !known.info.capturing())) return known.info;
-  const auto& drv = driver::get();
   if (!drv.cuStreamGetCaptureInfo_fn) {
     info.status = capture_status(stream);
-    if (info.capturing())
-      fail(Status::not_supported,
-           stream->describe() + " captures, and the capture's id needs cuStreamGetCaptureInfo "
-                                "(CUDA 12.3 or newer; the driver is CUDA " +
-               std::to_string(drv.driver_version / 1000) + "." +
-               std::to_string((drv.driver_version % 1000) / 10) + ")");
+    if (info.capturing()) fail_no_id(drv, *stream);
     return info;
   }
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -97,30 +126,42 @@ CaptureInfo capture_info(const Stream* stream) {
     return drv.cuStreamGetCaptureInfo_fn(stream->native(), &status, &id, nullptr, nullptr,
                                          nullptr, nullptr);
   });
-  if (r != CUDA_SUCCESS)
-    driver::check(r, "cuStreamGetCaptureInfo",
-                  "asking whether " + stream->describe() + " captures");
+  if (r != CUDA_SUCCESS) fail_question(r, *stream);
   info.status = to_status(status);
   // The id is valid only for an active capture (the driver's rule).
   info.id = info.status == CaptureStatus::active ? id : 0;
   return info;
 }
 
+}  // namespace
+
+CaptureInfo capture_info(const Stream* stream) {
+  CaptureInfo info;
+  if (never_captures(stream) || known_info(stream, info)) return info;
+  return ask_capture_info(driver::get(), stream);
+}
+
 KnownCapture::KnownCapture(const Stream* stream, CaptureInfo info, bool has_id) noexcept
     : remembers_(!never_captures(stream)) {
   if (!remembers_) return;  // answered without a call anyway
-  assign(previous_, known);
-  assign(known, Known{stream, info, has_id});
+  Known& k = known();
+  assign(previous_, k);
+  assign(k, Known{stream, info, has_id});
 }
 
 KnownCapture::~KnownCapture() {
-  if (remembers_) assign(known, previous_);
+  if (remembers_) assign(known(), previous_);
 }
 
 CaptureInfo capture_question(const Stream* stream, bool& has_id) {
   has_id = true;
   if (never_captures(stream)) return {};
-  if (driver::get().cuStreamGetCaptureInfo_fn) return capture_info(stream);
+  const driver::Table& drv = driver::get();
+  if (drv.cuStreamGetCaptureInfo_fn) {
+    CaptureInfo info;
+    if (known_info(stream, info)) return info;
+    return ask_capture_info(drv, stream);
+  }
   has_id = false;
   CaptureInfo info;
   info.status = capture_status(stream);

@@ -12,8 +12,7 @@ namespace {
 
 struct Held {
   std::mutex mutex;
-  std::vector<DeferredFree> frees;
-  std::atomic<size_t> count{0};
+  std::vector<DeferredFree> frees;  // deferred_frees_held: its size
 };
 // Never destroyed: frameworks free memory during interpreter teardown.
 Held& held() {
@@ -43,17 +42,16 @@ void defer_free(DeferredFree free) {
   Held& h = held();
   std::lock_guard<std::mutex> lock(h.mutex);
   h.frees.push_back(std::move(free));
-  h.count.store(h.frees.size(), std::memory_order_relaxed);
+  deferred_frees_held.store(h.frees.size(), std::memory_order_relaxed);
 }
 
-void run_deferred_frees() noexcept {
+void run_held_frees() noexcept {
   Held& h = held();
-  if (h.count.load(std::memory_order_relaxed) == 0) return;
   std::vector<DeferredFree> due;
   {
     std::lock_guard<std::mutex> lock(h.mutex);
     due.swap(h.frees);
-    h.count.store(0, std::memory_order_relaxed);
+    deferred_frees_held.store(0, std::memory_order_relaxed);
   }
   std::vector<DeferredFree> waiting;
   for (DeferredFree& f : due) {
@@ -66,9 +64,11 @@ void run_deferred_frees() noexcept {
   if (waiting.empty()) return;
   std::lock_guard<std::mutex> lock(h.mutex);
   for (DeferredFree& f : waiting) h.frees.push_back(std::move(f));
-  h.count.store(h.frees.size(), std::memory_order_relaxed);
+  deferred_frees_held.store(h.frees.size(), std::memory_order_relaxed);
 }
 
-size_t deferred_free_count() noexcept { return held().count.load(std::memory_order_relaxed); }
+size_t deferred_free_count() noexcept {
+  return deferred_frees_held.load(std::memory_order_relaxed);
+}
 
 }  // namespace cumem::core

@@ -9,6 +9,7 @@
 // which know for each allocation whether a capture made it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 
 #include "resources/resource.hpp"
@@ -29,10 +30,19 @@ struct DeferredFree {
 // Holds `free` until its stream stops capturing.
 void defer_free(DeferredFree free);
 
+// How many frees are held (written under the list's lock, read without it:
+// every framework call reads it, inline, before anything else).
+inline std::atomic<size_t> deferred_frees_held{0};
+
+// run_deferred_frees() past its check.
+void run_held_frees() noexcept;
+
 // Does the deferred frees whose streams no longer capture. One relaxed
 // load when none is held. Failures go to the log (the frees keep waiting
 // only while their stream captures).
-void run_deferred_frees() noexcept;
+inline void run_deferred_frees() noexcept {
+  if (deferred_frees_held.load(std::memory_order_relaxed) != 0) run_held_frees();
+}
 
 // How many frees are held now (tests, statistics).
 size_t deferred_free_count() noexcept;

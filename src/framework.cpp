@@ -98,6 +98,19 @@ class Hold {
   Resource* operator->() const noexcept { return resource_; }
   Ref<Resource> reference() const noexcept { return Ref<Resource>::share(resource_); }
 
+  // Hands what holds the resource to a record (`reader`: the reader whose
+  // holder counts it, or kNoReader for a reference the record now owns);
+  // this Hold holds nothing after. Taken back by adopt().
+  Resource* detach(uint16_t& reader) noexcept {
+    reader = std::exchange(reader_, kNoReader);
+    if (reader == kNoReader) (void)own_.detach();
+    return std::exchange(resource_, nullptr);
+  }
+  static Hold adopt(Resource* resource, uint16_t reader) noexcept {
+    if (reader == kNoReader) return Hold(Ref<Resource>::adopt(resource));
+    return Hold(resource, reader);
+  }
+
  private:
   // The count goes down after the allocation's free is done, so a holder
   // that goes with it (its resource retired) lets go of a resource no
@@ -189,25 +202,39 @@ struct Slot {
   }
 };
 
-// The allocation's stream: `stream` holds a stream libcumem created, so
-// that it outlives the allocation made on it (the free may be ordered after
-// its work), and the per-thread default stream; a framework's own stream is
-// `foreign`, its CUstream, and `foreign_device` its device (a Device lives
-// as long as the process), found again in the freeing thread's cache of
-// wrappers without asking the driver (no reference count per allocation).
-// Both null: the legacy default stream.
+// What the framework keeps of an allocation until its free: trivially
+// copied in and out of its shard (no reference count moves with it); what
+// it holds is let go by let_go() once the free is done.
+// - `resource` is held as Hold holds it: counted in reader `reader`'s
+//   holder, or by a reference of the record's own (kNoReader).
+// - The allocation's stream: `stream`, retained, holds a stream libcumem
+//   created, so that it outlives the allocation made on it (the free may
+//   be ordered after its work), and the per-thread default stream; a
+//   framework's own stream is `foreign`, its CUstream, and
+//   `foreign_device` its device (a Device lives as long as the process),
+//   found again in the freeing thread's cache of wrappers without asking
+//   the driver (no reference count per allocation). Both null: the legacy
+//   default stream.
 struct Record {
-  Hold resource;
+  Resource* resource = nullptr;
+  uint16_t reader = kNoReader;
+  bool captured = false;  // allocated on a capturing stream (graph memory)
   size_t size = 0;
-  Ref<Stream> stream;
+  Stream* stream = nullptr;
   CUstream foreign = nullptr;
   const Device* foreign_device = nullptr;
-  bool captured = false;  // allocated on a capturing stream (graph memory)
 
   CUstream native() const noexcept {
     return stream ? stream->native() : foreign ? foreign : CU_STREAM_LEGACY;
   }
+  Ref<Stream> stream_reference() const noexcept { return Ref<Stream>::share(stream); }
 };
+
+// Lets go of what `record` holds: after its free is done (or handed on).
+void let_go(const Record& record) noexcept {
+  { Hold gone = Hold::adopt(record.resource, record.reader); }
+  if (record.stream) (void)Ref<Stream>::adopt(record.stream);
+}
 
 // Records by address, in shards of their own lock and cache line, each a
 // flat map (no allocation per insert or erase), 64 KiB in all (kShards);
@@ -538,23 +565,24 @@ void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
     ptr = r->allocate_raw(size, s.get());
   }
   try {
-    Shard& shard = shard_of(ptr);
-    std::lock_guard<SpinLock> lock(shard.lock);
-    // An empty record first, so that a failure leaves `r` and `s` here
-    // for the free below; the move into it cannot fail.
-    const auto [it, inserted] = shard.records.emplace(ptr, Record{});
-    if (!inserted)
-      fail(Status::internal, "the resource handed out " + pointer_text(ptr) +
-                                 ", which is still allocated by the framework entry points");
-    Record& record = it->second;
-    record.resource = std::move(r);
+    Record record;
+    record.resource = r.get();
     record.size = size;
-    record.stream = s.held();
+    record.stream = const_cast<Stream*>(s.held().get());
     if (!s.held() && s.get()) {
       record.foreign = s.get()->native();
       record.foreign_device = &s.get()->device();
     }
     record.captured = capture.capturing();
+    Shard& shard = shard_of(ptr);
+    std::lock_guard<SpinLock> lock(shard.lock);
+    const auto [it, inserted] = shard.records.emplace(ptr, record);
+    if (!inserted)
+      fail(Status::internal, "the resource handed out " + pointer_text(ptr) +
+                                 ", which is still allocated by the framework entry points");
+    // Kept now: what holds the resource and the stream goes to the record.
+    (void)r.detach(it->second.reader);
+    if (record.stream) (void)Ref<Stream>(s.held()).detach();
   } catch (...) {
     const KnownCapture known(s.get(), capture, has_id);
     r->deallocate_raw(ptr, size, s.get());
@@ -580,7 +608,7 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
                                          std::to_string(it->second.size) +
                                          " bytes, not the " + std::to_string(size) +
                                          " given to free it (nothing was freed)");
-    record = std::move(it->second);
+    record = it->second;  // what it holds is let go below, once the free is done
     shard.records.erase(it);
   }
   try {
@@ -593,14 +621,14 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
     const CUstream freed_on = !stream_given ? allocated_on : stream ? stream : CU_STREAM_LEGACY;
     const bool in_record = record.stream && freed_on == allocated_on;
     const BorrowedStream found(on, in_record ? nullptr : freed_on);
-    const Stream* s = in_record ? record.stream.get() : found.get();
+    const Stream* s = in_record ? record.stream : found.get();
     bool has_id = false;
     const CaptureInfo capture = free_capture(s, !stream_given, has_id);
     // The allocation's stream, where the free is on another or waits: the
     // record's, the free's own, or found (a reference: a later lookup may
     // replace a borrowed entry).
     const auto allocation_stream = [&]() -> Ref<Stream> {
-      if (record.stream) return record.stream;
+      if (record.stream) return record.stream_reference();
       if (freed_on == allocated_on) return found.reference();
       return native_stream(on, allocated_on);
     };
@@ -608,8 +636,9 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
     // cannot free it, so the free waits until the capture ends.
     if (!record.captured && capture.capturing()) {
       Ref<Stream> free_stream = Ref<Stream>::share(const_cast<Stream*>(s));
-      defer_free({record.resource.reference(), ptr, record.size, allocation_stream(),
+      defer_free({Ref<Resource>::share(record.resource), ptr, record.size, allocation_stream(),
                   std::move(free_stream)});
+      let_go(record);  // the deferred free holds its own
       return;
     }
     if (freed_on != allocated_on) {
@@ -634,9 +663,10 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
   } catch (...) {
     // Not freed: keep the record so that the memory can still be freed.
     std::lock_guard<SpinLock> lock(shard.lock);
-    shard.records.emplace(ptr, std::move(record));
+    shard.records.emplace(ptr, record);
     throw;
   }
+  let_go(record);
 }
 
 }  // namespace cumem::core::framework

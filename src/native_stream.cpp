@@ -1,5 +1,7 @@
 #include "native_stream.hpp"
 
+#include <utility>
+
 #include "capture.hpp"
 #include "driver/driver.hpp"
 #include "error.hpp"
@@ -21,7 +23,7 @@ struct NativeStreamEntry {
   uint64_t epoch = 0;
   const Stream* owned = nullptr;
   uint64_t serial = 0;
-  Ref<Stream> foreign;
+  Stream* foreign = nullptr;  // a reference of the cache's (let go when replaced, or at thread exit)
   uint32_t pins = 0;
 };
 
@@ -30,10 +32,31 @@ namespace {
 using Entry = NativeStreamEntry;
 constexpr int kEntries = 16;
 
+// Trivially destroyed, so that a lookup asks the TLS descriptor once and
+// checks no guard; the references it holds are let go at thread exit by a
+// guard made with its first foreign entry.
 struct Cache {
   Entry entries[kEntries];
   int next = 0;  // the entry replaced on a miss (round robin)
+  bool guarded = false;
 };
+thread_local Cache thread_cache;
+
+struct CacheGuard {
+  ~CacheGuard() {
+    for (Entry& e : thread_cache.entries) {
+      Stream* foreign = std::exchange(e.foreign, nullptr);
+      e = Entry{};
+      if (foreign) (void)Ref<Stream>::adopt(foreign);
+    }
+  }
+};
+
+Cache& this_thread_cache() noexcept {
+  Cache* c = &thread_cache;
+  asm("" : "+r"(c));  // the TLS descriptor asked once
+  return *c;
+}
 
 // The device a foreign stream belongs to, for resources without one.
 Ref<Device> device_of(CUstream native) {
@@ -96,7 +119,7 @@ Ref<Stream> make_stream(const Device* device, CUstream native) {
 // created, retained (a foreign entry's stream is the entry's). Null when
 // every entry is lent (the caller makes the stream uncached).
 Entry* entry_for(const Device* device, CUstream native, Ref<Stream>& found) {
-  thread_local Cache cache;
+  Cache& cache = this_thread_cache();
   const uint64_t epoch = Stream::epoch();
   Entry* slot = nullptr;
   for (Entry& e : cache.entries) {
@@ -118,6 +141,7 @@ Entry* entry_for(const Device* device, CUstream native, Ref<Stream>& found) {
   }
   if (!slot) return nullptr;
   Ref<Stream> stream = make_stream(device, native);
+  if (Stream* replaced = std::exchange(slot->foreign, nullptr)) (void)Ref<Stream>::adopt(replaced);
   *slot = Entry{};
   slot->native = native;
   slot->device = device;
@@ -127,7 +151,12 @@ Entry* entry_for(const Device* device, CUstream native, Ref<Stream>& found) {
     slot->serial = stream->serial();
     found = std::move(stream);
   } else {
-    slot->foreign = std::move(stream);
+    if (!cache.guarded) {
+      static thread_local CacheGuard guard;  // made now: destroyed at thread exit
+      (void)guard;
+      cache.guarded = true;
+    }
+    slot->foreign = stream.detach();
   }
   return slot;
 }
@@ -139,7 +168,7 @@ Ref<Stream> native_stream(const Device* device, CUstream native) {
   Ref<Stream> found;
   Entry* e = entry_for(device, native, found);
   if (found) return found;
-  return e ? e->foreign : make_stream(device, native);
+  return e ? Ref<Stream>::share(e->foreign) : make_stream(device, native);
 }
 
 BorrowedStream::BorrowedStream(const Device* device, CUstream native) {
@@ -149,7 +178,7 @@ BorrowedStream::BorrowedStream(const Device* device, CUstream native) {
     if (!e)
       held_ = make_stream(device, native);
     else if (native == CU_STREAM_PER_THREAD)
-      held_ = e->foreign;  // this thread's own stream: a record holds it, never lent
+      held_ = Ref<Stream>::share(e->foreign);  // this thread's own stream: a record holds it, never lent
   }
   if (held_) {
     stream_ = held_.get();
@@ -157,7 +186,7 @@ BorrowedStream::BorrowedStream(const Device* device, CUstream native) {
   }
   ++e->pins;
   pinned_ = e;
-  stream_ = e->foreign.get();
+  stream_ = e->foreign;
 }
 
 BorrowedStream::~BorrowedStream() {

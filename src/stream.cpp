@@ -23,7 +23,6 @@ Registry& registry() {
   static Registry* r = new Registry;
   return *r;
 }
-std::atomic<uint64_t> epoch_counter{1};
 std::atomic<uint64_t> serial_counter{1};
 
 }  // namespace
@@ -169,8 +168,6 @@ bool Stream::marker_done() const noexcept {
     return false;
   }
 }
-
-uint64_t Stream::epoch() noexcept { return epoch_counter.load(std::memory_order_acquire); }
 
 Ref<Stream> Stream::owner_of(CUstream native) {
   Registry& r = registry();

@@ -13,6 +13,8 @@
 
 #include <cuda.h>
 
+#include <atomic>
+
 #include <memory>
 
 #include "device.hpp"
@@ -24,6 +26,9 @@ namespace cumem::core {
 enum class PriorityMode { clamp, reject };
 
 class Stream : public Object {
+  // Stream::epoch(): read inline by every lookup of a native stream.
+  static inline std::atomic<uint64_t> epoch_counter{1};
+
  public:
   static Ref<Stream> create(Ref<Device> device, bool nonblocking, int priority,
                             PriorityMode mode);
@@ -92,7 +97,7 @@ class Stream : public Object {
   static Ref<Stream> owner_of(CUstream native);
   // Changes whenever libcumem creates or destroys a stream: a cache of
   // native handles that saw the same epoch needs no new lookup.
-  static uint64_t epoch() noexcept;
+  static uint64_t epoch() noexcept { return epoch_counter.load(std::memory_order_acquire); }
 
  private:
   Stream(Ref<Device> device, CUstream handle, bool owned, Ref<Stream> keep = nullptr);

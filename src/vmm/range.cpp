@@ -364,6 +364,7 @@ void Range::unmap(size_t offset, size_t bytes) {
     detached_->spans.erase(it->first);
     it = ms.erase(it);  // drops the chunk's share (cuMemRelease of the last)
   }
+  gone.reservations_.clear();  // all unmapped: its destructor has nothing to do
 }
 
 bool Range::is_detached(size_t offset, size_t bytes) const {
