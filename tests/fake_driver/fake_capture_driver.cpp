@@ -410,11 +410,14 @@ CUresult CUDAAPI fake_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mod
 }
 
 CUresult CUDAAPI fake_cuEventCreate(CUevent* e, unsigned int) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  ++calls["cuEventCreate"];
   *e = reinterpret_cast<CUevent>(new FakeEvent);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fake_cuEventDestroy(CUevent e) {
   std::lock_guard<std::recursive_mutex> lock(mutex);
+  ++calls["cuEventDestroy"];
   delete reinterpret_cast<FakeEvent*>(e);
   return CUDA_SUCCESS;
 }

@@ -10,8 +10,10 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -416,6 +418,90 @@ TEST_F(ForeignStream, AFreeOnAnotherThreadKnowsTheStreamsDevice) {
   EXPECT_EQ(statistics_of(mapped).live_allocations, 0u);
   CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
   cumem_resource_release(mapped);
+}
+
+// A thread's cache of native stream wrappers (cumem_resource_allocate_native,
+// the framework entry points) holds them until the thread exits, then lets
+// them go: the last wrapper of a stream takes its free marker (an event,
+// recorded by a large free) with it.
+TEST_F(ForeignStream, AThreadsCachedWrapperOfAStreamGoesWithTheThread) {
+  const std::vector<CUstream> own = make_streams(1);
+  constexpr size_t kLarge = size_t{4} << 20;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool used = false, go = false;
+  std::thread t([&] {
+    void* p = nullptr;
+    EXPECT_EQ(cumem_resource_allocate_native(cache, kLarge, own[0], &p), CUMEM_SUCCESS)
+        << cumem_last_error_message();
+    EXPECT_EQ(cumem_resource_deallocate_native(cache, p, kLarge, own[0]), CUMEM_SUCCESS)
+        << cumem_last_error_message();
+    std::unique_lock<std::mutex> lock(mutex);
+    used = true;
+    changed.notify_all();
+    changed.wait(lock, [&] { return go; });
+  });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return used; });
+  }
+  EXPECT_GE(fake.calls("cuEventCreate"), 1) << "the large free recorded the stream's marker";
+  const int destroyed = fake.calls("cuEventDestroy");
+  // The cache's blocks let go of the stream; the thread's wrapper holds it.
+  cumem_resource_release(cache);
+  cache = nullptr;
+  EXPECT_EQ(fake.calls("cuEventDestroy"), destroyed);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    go = true;
+  }
+  changed.notify_all();
+  t.join();
+  EXPECT_EQ(fake.calls("cuEventDestroy"), destroyed + 1)
+      << "the thread's exit let go of the last wrapper, and its marker";
+  destroy_streams(own);
+}
+
+// BorrowedStream lends the thread's last lent wrapper without a lookup; an
+// entry that a lookup lending nothing replaced (a stream libcumem made, or
+// the allocation's stream of a free on another stream) is not lent from
+// there again: its stream's wrapper is made anew.
+TEST_F(ForeignStream, AReplacedCacheEntryIsNotLentAgain) {
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, cache));
+  // s[0]: the stream lent last; s[1..15] fill the cache; s[16]: another
+  // thread's allocation.
+  const std::vector<CUstream> s = make_streams(17);
+  cumem_stream_t* owned = nullptr;
+  void* owned_native = nullptr;
+  CUMEM_ASSERT_OK(cumem_stream_create(device, nullptr, &owned));
+  CUMEM_ASSERT_OK(cumem_stream_native(owned, &owned_native));
+  void* elsewhere = nullptr;
+  std::thread([&] { elsewhere = cumem_torch_alloc(256, 0, s[16]); }).join();
+  ASSERT_NE(elsewhere, nullptr) << cumem_last_error_message();
+  std::thread([&] {
+    // A fresh cache: s[0] in its first entry, then fifteen more.
+    for (int i = 0; i < 16; ++i) {
+      void* p = cumem_torch_alloc(256, 0, s[i]);
+      ASSERT_NE(p, nullptr) << cumem_last_error_message();
+      cumem_torch_free(p, 256, 0, s[i]);
+    }
+    void* p = cumem_torch_alloc(256, 0, s[0]);  // lent last
+    ASSERT_NE(p, nullptr) << cumem_last_error_message();
+    cumem_torch_free(p, 256, 0, s[0]);
+    // Freed on a stream libcumem made (lent nothing) after s[16]'s work:
+    // both lookups take entries, the first of them s[0]'s.
+    cumem_torch_free(elsewhere, 256, 0, owned_native);
+    const int asked = fake.calls("cuStreamGetDevice");
+    p = cumem_torch_alloc(256, 0, s[0]);
+    ASSERT_NE(p, nullptr) << cumem_last_error_message();
+    EXPECT_EQ(fake.calls("cuStreamGetDevice"), asked + 1)
+        << "s[0]'s wrapper was made again (its device checked), not lent from the entry "
+           "another stream took";
+    cumem_torch_free(p, 256, 0, s[0]);
+  }).join();
+  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
+  cumem_stream_release(owned);
+  destroy_streams(s);
 }
 
 }  // namespace
