@@ -462,10 +462,11 @@ TEST_F(ForeignStream, AThreadsCachedWrapperOfAStreamGoesWithTheThread) {
   destroy_streams(own);
 }
 
-// BorrowedStream lends the thread's last lent wrapper without a lookup; an
-// entry that a lookup lending nothing replaced (a stream libcumem made, or
-// the allocation's stream of a free on another stream) is not lent from
-// there again: its stream's wrapper is made anew.
+// A thread's cache entry lent last, then replaced by lookups that lend
+// nothing (a stream libcumem made, the allocation's stream of a free on
+// another stream), is never lent for its old stream again: that stream's
+// wrapper is made anew (a shortcut to the entry lent last must forget it
+// when it is replaced).
 TEST_F(ForeignStream, AReplacedCacheEntryIsNotLentAgain) {
   CUMEM_ASSERT_OK(cumem_framework_set_resource(0, cache));
   // s[0]: the stream lent last; s[1..15] fill the cache; s[16]: another
