@@ -405,7 +405,6 @@ uint64_t device_memory_at_peak(const Allocator& a, const Trace& t, const Streams
 }  // namespace
 
 int main(int argc, char** argv) {
-  // bench_peers [LAST]: sections 1 to LAST only (default: all seven).
   const int last_section = argc > 1 ? std::atoi(argv[1]) : 7;
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {

@@ -96,10 +96,10 @@ bool known_info(const Stream* stream, CaptureInfo& info) noexcept {
   return true;
 }
 
-// Out of line, so that the question's usual path saves no registers for it.
-[[noreturn, gnu::noinline, gnu::cold]] void fail_question(CUresult r, const Stream& stream) {
+// Out of line, so that the question's usual path saves no registers for
+// it. Throws for any result but CUDA_SUCCESS.
+[[gnu::noinline, gnu::cold]] void fail_question(CUresult r, const Stream& stream) {
   driver::check(r, "cuStreamGetCaptureInfo", "asking whether " + stream.describe() + " captures");
-  fail(Status::driver, "cuStreamGetCaptureInfo failed");  // check() threw already
 }
 
 [[noreturn, gnu::noinline, gnu::cold]] void fail_no_id(const driver::Table& drv,

@@ -96,7 +96,6 @@ class Hold {
 
   Resource* get() const noexcept { return resource_; }
   Resource* operator->() const noexcept { return resource_; }
-  Ref<Resource> reference() const noexcept { return Ref<Resource>::share(resource_); }
 
   // Hands what holds the resource to a record (`reader`: the reader whose
   // holder counts it, or kNoReader for a reference the record now owns);
@@ -227,7 +226,6 @@ struct Record {
   CUstream native() const noexcept {
     return stream ? stream->native() : foreign ? foreign : CU_STREAM_LEGACY;
   }
-  Ref<Stream> stream_reference() const noexcept { return Ref<Stream>::share(stream); }
 };
 
 // Lets go of what `record` holds: after its free is done (or handed on).
@@ -566,7 +564,6 @@ void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
   }
   try {
     Record record;
-    record.resource = r.get();
     record.size = size;
     record.stream = const_cast<Stream*>(s.held().get());
     if (!s.held() && s.get()) {
@@ -581,7 +578,7 @@ void* allocate(int device, size_t size, CUstream stream, Resource* resource) {
       fail(Status::internal, "the resource handed out " + pointer_text(ptr) +
                                  ", which is still allocated by the framework entry points");
     // Kept now: what holds the resource and the stream goes to the record.
-    (void)r.detach(it->second.reader);
+    it->second.resource = r.detach(it->second.reader);
     if (record.stream) (void)Ref<Stream>(s.held()).detach();
   } catch (...) {
     const KnownCapture known(s.get(), capture, has_id);
@@ -628,7 +625,7 @@ void deallocate(void* ptr, size_t size, CUstream stream, bool stream_given) {
     // record's, the free's own, or found (a reference: a later lookup may
     // replace a borrowed entry).
     const auto allocation_stream = [&]() -> Ref<Stream> {
-      if (record.stream) return record.stream_reference();
+      if (record.stream) return Ref<Stream>::share(record.stream);
       if (freed_on == allocated_on) return found.reference();
       return native_stream(on, allocated_on);
     };

@@ -38,7 +38,6 @@ constexpr int kEntries = 16;
 struct Cache {
   Entry entries[kEntries];
   int next = 0;  // the entry replaced on a miss (round robin)
-  bool guarded = false;
 };
 thread_local Cache thread_cache;
 
@@ -151,11 +150,8 @@ Entry* entry_for(const Device* device, CUstream native, Ref<Stream>& found) {
     slot->serial = stream->serial();
     found = std::move(stream);
   } else {
-    if (!cache.guarded) {
-      static thread_local CacheGuard guard;  // made now: destroyed at thread exit
-      (void)guard;
-      cache.guarded = true;
-    }
+    static thread_local CacheGuard guard;  // made at the first: destroyed at thread exit
+    (void)guard;
     slot->foreign = stream.detach();
   }
   return slot;
