@@ -43,6 +43,7 @@ thread_local Cache thread_cache;
 
 struct CacheGuard {
   ~CacheGuard() {
+    last_lent_stream = LastLentStream{};
     for (Entry& e : thread_cache.entries) {
       Stream* foreign = std::exchange(e.foreign, nullptr);
       e = Entry{};
@@ -140,6 +141,7 @@ Entry* entry_for(const Device* device, CUstream native, Ref<Stream>& found) {
   }
   if (!slot) return nullptr;
   Ref<Stream> stream = make_stream(device, native);
+  if (last_lent_stream.pins == &slot->pins) last_lent_stream = LastLentStream{};
   if (Stream* replaced = std::exchange(slot->foreign, nullptr)) (void)Ref<Stream>::adopt(replaced);
   *slot = Entry{};
   slot->native = native;
@@ -167,8 +169,7 @@ Ref<Stream> native_stream(const Device* device, CUstream native) {
   return e ? Ref<Stream>::share(e->foreign) : make_stream(device, native);
 }
 
-BorrowedStream::BorrowedStream(const Device* device, CUstream native) {
-  if (!native || native == CU_STREAM_LEGACY) return;
+void BorrowedStream::find(const Device* device, CUstream native) {
   Entry* e = entry_for(device, native, held_);
   if (!held_) {
     if (!e)
@@ -181,12 +182,9 @@ BorrowedStream::BorrowedStream(const Device* device, CUstream native) {
     return;
   }
   ++e->pins;
-  pinned_ = e;
+  pins_ = &e->pins;
   stream_ = e->foreign;
-}
-
-BorrowedStream::~BorrowedStream() {
-  if (pinned_) --pinned_->pins;
+  last_lent_stream = LastLentStream{native, device, e->epoch, e->foreign, &e->pins};
 }
 
 Ref<Stream> BorrowedStream::reference() const {
