@@ -308,7 +308,7 @@ def print_training_table(rows):
     for r in rows:
         ratio = r["taken"] / r["peak_in_use"] if r["peak_in_use"] else float("nan")
         print(f"| {r['workload']} | {r['allocator']} | {r['taken'] / GiB:.2f} | "
-              f"{r['peak_in_use'] / GiB:.2f} | {ratio:.3f} | {r['steps_per_s']:.1f} / {r['steps_per_s_second']:.1f} | "
+              f"{r['peak_in_use'] / GiB:.2f} | {ratio:.3f} | {r['steps_per_s']:.2f} / {r['steps_per_s_second']:.2f} | "
               f"{r['end_first'] / GiB:.2f} / {r['end_second'] / GiB:.2f} | {r['wall_s']:.0f} |")
     for r in rows:
         if "allocated_peak" in r:
