@@ -122,7 +122,8 @@ uint64_t thread_of(const char* rest) {
 // `recycles`: allocations that unmapped fragments' pages; `waits`: of
 // those, the ones that waited for the device first (cumem_caching_statistics_t's
 // recycles and recycle_waits);
-// `pages_mapped`: pages the run's allocations mapped.
+// `pages_mapped`: pages the run's allocations mapped; `pages_unmapped`:
+// pages the run unmapped (its recycles, and the loans its frees gave back).
 struct Run {
   uint64_t peak_held = 0, peak_in_use = 0, end_held = 0;
   // At the run's start (the trim, or the end of the run before): the
@@ -131,6 +132,7 @@ struct Run {
   uint64_t start_held = 0, start_in_use = 0;
   uint64_t end_pages = 0, end_small = 0;  // end_held: mapped pages + the upstream's small blocks
   uint64_t recycles = 0, waits = 0, pages_mapped = 0;
+  uint64_t start_unmapped = 0, pages_unmapped = 0;  // the cache's count at the start; the run's
   size_t peak_line = 0, peak_in_use_line = 0;  // the trace lines that took them to their peaks
 };
 
@@ -279,13 +281,17 @@ int main(int argc, char** argv) {
       runs.back() = Run{};
       runs.back().peak_in_use = runs.back().start_in_use = in_use;
       runs.back().peak_held = runs.back().start_held = held();
+      runs.back().start_unmapped = statistics(cache).pages_unmapped;
     } else if (line == "run") {
       run.end_held = held();
       run.end_pages = fake.counts().live_bytes;
       run.end_small = static_cast<uint64_t>(upstream_bytes.load());
+      const uint64_t unmapped = statistics(cache).pages_unmapped;
+      run.pages_unmapped = unmapped - run.start_unmapped;
       runs.emplace_back();
       runs.back().peak_in_use = runs.back().start_in_use = in_use;
       runs.back().peak_held = runs.back().start_held = held();
+      runs.back().start_unmapped = unmapped;
     } else {
       die("line " + std::to_string(number) + ": cannot read \"" + line + "\"");
     }
@@ -302,10 +308,11 @@ int main(int argc, char** argv) {
                              : 0;
     std::printf("run %zu: peak held %.3f GiB, peak in use %.3f GiB, held / in use %.4f (the run's "
                 "additions %.4f), end %.3f GiB (pages %.3f, small blocks %.3f); %llu pages mapped, "
-                "%llu recycles (%llu waits); peaks at lines %zu (held), %zu (in use)\n",
+                "%llu unmapped, %llu recycles (%llu waits); peaks at lines %zu (held), %zu (in use)\n",
                 i + 1, double(r.peak_held) / GiB, double(r.peak_in_use) / GiB, ratio, added,
                 double(r.end_held) / GiB, double(r.end_pages) / GiB, double(r.end_small) / GiB,
                 static_cast<unsigned long long>(r.pages_mapped),
+                static_cast<unsigned long long>(r.pages_unmapped),
                 static_cast<unsigned long long>(r.recycles),
                 static_cast<unsigned long long>(r.waits), r.peak_line, r.peak_in_use_line);
     if (ratio > max_ratio) {
