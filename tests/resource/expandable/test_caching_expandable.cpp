@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -68,10 +69,13 @@ class ExpandableCache : public ::testing::Test {
     cumem_resource_t* r = nullptr;
     return cumem_caching_resource_create_with_options(upstream, &o, &r) == CUMEM_SUCCESS ? r : nullptr;
   }
+  // A failed allocation ends the test (gtest reports the exception), so
+  // that no test goes on to use a null block.
   void* allocate(size_t size, cumem_stream_t* on = nullptr) {
     void* p = nullptr;
-    EXPECT_EQ(cumem_resource_allocate_raw(cache, size, on ? on : stream, &p), CUMEM_SUCCESS)
-        << cumem_last_error_message();
+    if (cumem_resource_allocate_raw(cache, size, on ? on : stream, &p) != CUMEM_SUCCESS)
+      throw std::runtime_error("allocating " + std::to_string(size) +
+                               " bytes failed: " + cumem_last_error_message());
     return p;
   }
   void free(void* p, size_t size, cumem_stream_t* on = nullptr) {
