@@ -22,13 +22,9 @@ for dir in /usr/include /usr/local/include; do
 done
 [ "$have_gtest" = yes ] || need_package libgtest-dev
 # pytest: the host suite's python_pytest_host (tests/pytest on the fake
-# memory driver), which skips without it; found by any Python that
-# tests/python/run_python.sh would try.
-have_pytest=no
-for py in python3 /opt/torch/.venv/bin/python3 /usr/bin/python3; do
-  command -v "$py" >/dev/null 2>&1 && "$py" -c 'import pytest' 2>/dev/null && have_pytest=yes
-done
-[ "$have_pytest" = yes ] || need_package python3-pytest
+# memory driver), which skips without it; asked of the Pythons that test
+# would try (run_python.sh exits 77 when none imports it).
+tests/python/run_python.sh pytest -c '' >/dev/null 2>&1 || need_package python3-pytest
 install_needed || echo "the build may fail below" >&2
 
 cuda_found=no

@@ -465,8 +465,8 @@ TEST_F(ForeignStream, AThreadsCachedWrapperOfAStreamGoesWithTheThread) {
 // A thread's cache entry lent last, then replaced by lookups that lend
 // nothing (a stream libcumem made, the allocation's stream of a free on
 // another stream), is never lent for its old stream again: that stream's
-// wrapper is made anew (a shortcut to the entry lent last must forget it
-// when it is replaced).
+// wrapper is made anew (so that any shortcut to the entry lent last, as
+// 90760e3 tried, forgets it when it is replaced).
 TEST_F(ForeignStream, AReplacedCacheEntryIsNotLentAgain) {
   CUMEM_ASSERT_OK(cumem_framework_set_resource(0, cache));
   // s[0]: the stream lent last; s[1..15] fill the cache; s[16]: another
