@@ -205,21 +205,31 @@ CUresult CUDAAPI fake_cuMemGetAllocationGranularity(size_t* granularity,
 // before it, so that the addresses right after a reservation are usually
 // free: growing in place (a reservation at the end's address) can then be
 // tested, as the real driver's allocator allows it.
-constexpr size_t kArenaSize = size_t{1} << 40;  // 1 TiB: fits sanitizers' layouts
+// The arena is the largest of 1 TiB, 512 GiB, ... 16 GiB that the process
+// can map: a sanitizer's layout (ThreadSanitizer's, in a debug build) may
+// have no free TiB in one piece.
 constexpr size_t kGap = size_t{256} << 20;
 
-uintptr_t arena_base() {
-  static const uintptr_t base = [] {
-    void* p = mmap(nullptr, kArenaSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    return p == MAP_FAILED ? uintptr_t{0} : reinterpret_cast<uintptr_t>(p);
+struct Arena {
+  uintptr_t base = 0;  // 0: none could be mapped
+  size_t size = 0;
+};
+const Arena& arena() {
+  static const Arena a = [] {
+    for (size_t size = size_t{1} << 40; size >= size_t{16} << 30; size /= 2) {
+      void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p != MAP_FAILED) return Arena{reinterpret_cast<uintptr_t>(p), size};
+    }
+    return Arena{};
   }();
-  return base;
+  return a;
 }
+uintptr_t arena_base() { return arena().base; }
 
 bool span_is_free(const State& s, uintptr_t p, size_t n) {
   const uintptr_t base = arena_base();
-  if (p < base || n > kArenaSize || p - base > kArenaSize - n) return false;
+  const size_t size = arena().size;
+  if (p < base || n > size || p - base > size - n) return false;
   auto it = s.reservations.lower_bound(p + n);
   if (it == s.reservations.begin()) return true;
   --it;
@@ -233,7 +243,7 @@ uintptr_t align_up(uintptr_t v, size_t alignment) {
 // The lowest aligned address with `kGap` free after the reservation before.
 uintptr_t place(const State& s, size_t size, size_t alignment) {
   const uintptr_t base = arena_base();
-  if (!base || size > kArenaSize) return 0;
+  if (!base || size > arena().size) return 0;
   uintptr_t candidate = align_up(base, alignment);
   for (const auto& [start, length] : s.reservations) {
     if (candidate + size + kGap <= start) break;
