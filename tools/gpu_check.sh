@@ -7,6 +7,13 @@
 #   tools/gpu_check.sh tests      the README's test command: every suite
 #                                 (gpu, host, python, examples), then the
 #                                 failing tests' logs
+#   tools/gpu_check.sh quick      the gpu suite, then the python suite, in
+#                                 ./build-gpu (no examples, no benchmarks):
+#                                 for a lease with a few minutes left (the
+#                                 host suite runs on any machine)
+#   tools/gpu_check.sh probes     the driver probes of tools/probes that
+#                                 need a GPU (stream ids, page calls while
+#                                 kernels run)
 #   tools/gpu_check.sh sanitize [NAME...]
 #                                 compute-sanitizer memcheck over the IPC,
 #                                 framework, caching and graph programs (or
@@ -43,6 +50,28 @@ case "$phase" in
     cp build/meson-logs/testlog.txt "$out/testlog.txt"
     grep -E "^ *[0-9]+/[0-9]+ .*(FAIL|ERROR|TIMEOUT)|^(Ok|Fail|Skipped|Timeout):" "$out/test.log"
     exit $status
+    ;;
+  quick)
+    [ -f build-gpu/build.ninja ] ||
+      meson setup build-gpu -Dexamples=disabled -Dbenchmarks=disabled >"$out/setup.log" 2>&1 ||
+      { tail -40 "$out/setup.log"; exit 1; }
+    meson compile -C build-gpu >"$out/build-gpu.log" 2>&1 || { tail -40 "$out/build-gpu.log"; exit 1; }
+    status=0
+    for suite in gpu python; do
+      meson test -C build-gpu --no-rebuild --suite "$suite" --print-errorlogs --num-processes 8 \
+        >"$out/test-$suite.log" 2>&1 || status=1
+      echo "== $suite suite"
+      grep -E "^ *[0-9]+/[0-9]+ .*(FAIL|ERROR|TIMEOUT)|^(Ok|Fail|Skipped|Timeout):" "$out/test-$suite.log"
+    done
+    exit $status
+    ;;
+  probes)
+    cuda=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
+    gcc -O2 tools/probes/stream_id_probe.c -I"$cuda/include" -L"$cuda/lib64/stubs" -lcuda \
+      -o "$out/stream_id_probe" && timeout 60 "$out/stream_id_probe" | tee "$out/stream_id_probe.txt"
+    (cd tools/probes && for args in "8 32 5" "2 32 5"; do
+      timeout 120 "$python" vmm_stall_probe.py $args 2>&1 | tail -6
+    done) | tee "$out/vmm_stall_probe.txt"
     ;;
   sanitize)
     [ -f build/build.ninja ] || tools/build.sh >"$out/build.log" 2>&1
@@ -107,7 +136,7 @@ case "$phase" in
     done
     ;;
   *)
-    echo "usage: tools/gpu_check.sh tests|sanitize|bench|workloads|trainings|traces" >&2
+    echo "usage: tools/gpu_check.sh tests|quick|probes|sanitize|bench|workloads|trainings|traces" >&2
     exit 2
     ;;
 esac
