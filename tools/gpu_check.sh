@@ -39,6 +39,10 @@ phase=${1:-tests}
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
+# A meson test log's failing tests and totals.
+summarize() {
+  grep -E "^ *[0-9]+/[0-9]+ .*(FAIL|ERROR|TIMEOUT)|^(Ok|Fail|Skipped|Timeout):" "$1"
+}
 python=/opt/torch/.venv/bin/python3
 [ -x "$python" ] || python=python3
 
@@ -48,7 +52,7 @@ case "$phase" in
     meson test -C build --print-errorlogs --num-processes 8 >"$out/test.log" 2>&1
     status=$?
     cp build/meson-logs/testlog.txt "$out/testlog.txt"
-    grep -E "^ *[0-9]+/[0-9]+ .*(FAIL|ERROR|TIMEOUT)|^(Ok|Fail|Skipped|Timeout):" "$out/test.log"
+    summarize "$out/test.log"
     exit $status
     ;;
   quick)
@@ -61,14 +65,16 @@ case "$phase" in
       meson test -C build-gpu --no-rebuild --suite "$suite" --print-errorlogs --num-processes 8 \
         >"$out/test-$suite.log" 2>&1 || status=1
       echo "== $suite suite"
-      grep -E "^ *[0-9]+/[0-9]+ .*(FAIL|ERROR|TIMEOUT)|^(Ok|Fail|Skipped|Timeout):" "$out/test-$suite.log"
+      summarize "$out/test-$suite.log"
     done
     exit $status
     ;;
   probes)
     cuda=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
+    probe=$(mktemp)
     gcc -O2 tools/probes/stream_id_probe.c -I"$cuda/include" -L"$cuda/lib64/stubs" -lcuda \
-      -o "$out/stream_id_probe" && timeout 60 "$out/stream_id_probe" | tee "$out/stream_id_probe.txt"
+      -o "$probe" && timeout 60 "$probe" | tee "$out/stream_id_probe.txt"
+    rm -f "$probe"
     (cd tools/probes && for args in "8 32 5" "2 32 5"; do
       timeout 120 "$python" vmm_stall_probe.py $args 2>&1 | tail -6
     done) | tee "$out/vmm_stall_probe.txt"

@@ -224,12 +224,9 @@ const Arena& arena() {
   }();
   return a;
 }
-uintptr_t arena_base() { return arena().base; }
-
 bool span_is_free(const State& s, uintptr_t p, size_t n) {
-  const uintptr_t base = arena_base();
-  const size_t size = arena().size;
-  if (p < base || n > size || p - base > size - n) return false;
+  const Arena& a = arena();
+  if (p < a.base || n > a.size || p - a.base > a.size - n) return false;
   auto it = s.reservations.lower_bound(p + n);
   if (it == s.reservations.begin()) return true;
   --it;
@@ -242,9 +239,9 @@ uintptr_t align_up(uintptr_t v, size_t alignment) {
 
 // The lowest aligned address with `kGap` free after the reservation before.
 uintptr_t place(const State& s, size_t size, size_t alignment) {
-  const uintptr_t base = arena_base();
-  if (!base || size > arena().size) return 0;
-  uintptr_t candidate = align_up(base, alignment);
+  const Arena& a = arena();
+  if (!a.base || size > a.size) return 0;
+  uintptr_t candidate = align_up(a.base, alignment);
   for (const auto& [start, length] : s.reservations) {
     if (candidate + size + kGap <= start) break;
     const uintptr_t after = align_up(start + length + kGap, alignment);

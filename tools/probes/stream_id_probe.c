@@ -4,10 +4,7 @@
 // hands a destroyed stream's CUstream to the next stream made (the same
 // handle, a new id), and whether cuStreamGetId may be asked of a capturing
 // stream (cuStreamGetDevice may not: the refusal invalidates the capture).
-// Build and run on the GPU machine:
-//   gcc -O2 tools/probes/stream_id_probe.c -I/usr/local/cuda/include
-//       -L/usr/local/cuda/lib64/stubs -lcuda -o /tmp/stream_id_probe
-//   /tmp/stream_id_probe
+// Built and run on the GPU machine by `tools/gpu_check.sh probes`.
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
