@@ -14,7 +14,8 @@ namespace cumem::core {
 // CUstream gets a non-owning wrapper that the cache holds (`foreign`).
 // Both are valid while Stream::epoch() is what it was when the entry was
 // made: no stream libcumem created has come or gone since, so a weakly held
-// one still lives and a foreign handle still is not one of libcumem's.
+// one still lives, a foreign handle still is not one of libcumem's, and no
+// wrapper has been made of another stream at a foreign one's handle.
 // A foreign entry lent to BorrowedStreams (`pins`: those alive on this
 // thread) is neither replaced nor made again while lent.
 struct NativeStreamEntry {
@@ -43,6 +44,7 @@ thread_local Cache thread_cache;
 
 struct CacheGuard {
   ~CacheGuard() {
+    last_lent_stream = LastLentStream{};
     for (Entry& e : thread_cache.entries) {
       Stream* foreign = std::exchange(e.foreign, nullptr);
       e = Entry{};
@@ -140,6 +142,7 @@ Entry* entry_for(const Device* device, CUstream native, Ref<Stream>& found) {
   }
   if (!slot) return nullptr;
   Ref<Stream> stream = make_stream(device, native);
+  if (last_lent_stream.pins == &slot->pins) last_lent_stream = LastLentStream{};
   if (Stream* replaced = std::exchange(slot->foreign, nullptr)) (void)Ref<Stream>::adopt(replaced);
   *slot = Entry{};
   slot->native = native;
@@ -167,8 +170,7 @@ Ref<Stream> native_stream(const Device* device, CUstream native) {
   return e ? Ref<Stream>::share(e->foreign) : make_stream(device, native);
 }
 
-BorrowedStream::BorrowedStream(const Device* device, CUstream native) {
-  if (!native || native == CU_STREAM_LEGACY) return;
+void BorrowedStream::find(const Device* device, CUstream native) {
   Entry* e = entry_for(device, native, held_);
   if (!held_) {
     if (!e)
@@ -181,12 +183,9 @@ BorrowedStream::BorrowedStream(const Device* device, CUstream native) {
     return;
   }
   ++e->pins;
-  pinned_ = e;
+  pins_ = &e->pins;
   stream_ = e->foreign;
-}
-
-BorrowedStream::~BorrowedStream() {
-  if (pinned_) --pinned_->pins;
+  last_lent_stream = LastLentStream{native, device, e->epoch, e->foreign, &e->pins};
 }
 
 Ref<Stream> BorrowedStream::reference() const {
