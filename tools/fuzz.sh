@@ -1,9 +1,12 @@
 #!/bin/sh
 # Fuzzes, with libFuzzer under AddressSanitizer and UndefinedBehaviorSanitizer,
-# the IPC descriptor decoder (tests/ipc/fuzz_descriptor.cpp, seeds in
-# tests/ipc/corpus/) and DLPack import metadata (tests/dlpack/
-# fuzz_dlpack_import.cpp, seeds in tests/dlpack/corpus/), one after the other:
-# the Meson run target `fuzz` of a clang build (tests/fuzz/meson.build).
+# the IPC descriptor decoders (tests/ipc/fuzz_descriptor.cpp, seeds in
+# tests/ipc/corpus/; tests/ipc/fuzz_virtual_descriptor.cpp, seeds in
+# tests/ipc/corpus_virtual/), DLPack import metadata (tests/dlpack/
+# fuzz_dlpack_import.cpp, seeds in tests/dlpack/corpus/) and the framework's
+# configuration text (tests/framework/fuzz_alloc_conf.cpp, seeds in
+# tests/framework/corpus_alloc_conf/), one after the other: the Meson run
+# target `fuzz` of a clang build (tests/fuzz/meson.build).
 # Usage: tools/fuzz.sh [seconds]   (default 60: the total, split evenly)
 # Sets up build-fuzz/ once (clang, -Dfuzzing=enabled, the sanitizers) and
 # builds only the fuzz programs; each runs on a copy of its corpus, and a
@@ -17,7 +20,8 @@ seconds="${1:-60}"
 case "$seconds" in
   '' | *[!0-9]*) echo "usage: tools/fuzz.sh [seconds]" >&2; exit 2 ;;
 esac
-each=$((seconds / 2))
+targets=4  # tests/fuzz/meson.build's fuzz_targets
+each=$((seconds / targets))
 [ "$each" -ge 1 ] || each=1
 
 . tools/install-missing.sh
