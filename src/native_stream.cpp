@@ -14,8 +14,7 @@ namespace cumem::core {
 // CUstream gets a non-owning wrapper that the cache holds (`foreign`).
 // Both are valid while Stream::epoch() is what it was when the entry was
 // made: no stream libcumem created has come or gone since, so a weakly held
-// one still lives, a foreign handle still is not one of libcumem's, and no
-// wrapper has been made of another stream at a foreign one's handle.
+// one still lives and a foreign handle still is not one of libcumem's.
 // A foreign entry lent to BorrowedStreams (`pins`: those alive on this
 // thread) is neither replaced nor made again while lent.
 struct NativeStreamEntry {
@@ -44,7 +43,6 @@ thread_local Cache thread_cache;
 
 struct CacheGuard {
   ~CacheGuard() {
-    last_lent_stream = LastLentStream{};
     for (Entry& e : thread_cache.entries) {
       Stream* foreign = std::exchange(e.foreign, nullptr);
       e = Entry{};
@@ -142,7 +140,6 @@ Entry* entry_for(const Device* device, CUstream native, Ref<Stream>& found) {
   }
   if (!slot) return nullptr;
   Ref<Stream> stream = make_stream(device, native);
-  if (last_lent_stream.pins == &slot->pins) last_lent_stream = LastLentStream{};
   if (Stream* replaced = std::exchange(slot->foreign, nullptr)) (void)Ref<Stream>::adopt(replaced);
   *slot = Entry{};
   slot->native = native;
@@ -170,7 +167,8 @@ Ref<Stream> native_stream(const Device* device, CUstream native) {
   return e ? Ref<Stream>::share(e->foreign) : make_stream(device, native);
 }
 
-void BorrowedStream::find(const Device* device, CUstream native) {
+BorrowedStream::BorrowedStream(const Device* device, CUstream native) {
+  if (!native || native == CU_STREAM_LEGACY) return;
   Entry* e = entry_for(device, native, held_);
   if (!held_) {
     if (!e)
@@ -183,9 +181,12 @@ void BorrowedStream::find(const Device* device, CUstream native) {
     return;
   }
   ++e->pins;
-  pins_ = &e->pins;
+  pinned_ = e;
   stream_ = e->foreign;
-  last_lent_stream = LastLentStream{native, device, e->epoch, e->foreign, &e->pins};
+}
+
+BorrowedStream::~BorrowedStream() {
+  if (pinned_) --pinned_->pins;
 }
 
 Ref<Stream> BorrowedStream::reference() const {

@@ -6,8 +6,6 @@
 
 #include <cuda.h>
 
-#include <cstdint>
-
 #include "device.hpp"
 #include "stream.hpp"
 
@@ -25,19 +23,6 @@ Ref<Stream> native_stream(const Device* device, CUstream native);
 
 struct NativeStreamEntry;
 
-// The framework's stream this thread's cache lent last (native_stream.cpp
-// sets it when it lends a wrapper and clears it when the entry goes):
-// BorrowedStream's inline path, for a framework that names the same stream
-// call after call. Valid while Stream::epoch() is `epoch`.
-struct LastLentStream {
-  CUstream native = nullptr;
-  const Device* device = nullptr;
-  uint64_t epoch = 0;
-  const Stream* stream = nullptr;
-  uint32_t* pins = nullptr;  // its entry's count of BorrowedStreams alive
-};
-inline thread_local LastLentStream last_lent_stream;
-
 // The stream native_stream would give, for the length of one call on this
 // thread, without a reference count where this thread's cache holds the
 // stream (a framework's CUstream's wrapper): the entry is lent, so that
@@ -47,21 +32,8 @@ inline thread_local LastLentStream last_lent_stream;
 // It must not outlive the call, nor move to another thread.
 class BorrowedStream {
  public:
-  BorrowedStream(const Device* device, CUstream native) {
-    if (!native || native == CU_STREAM_LEGACY) return;
-    const LastLentStream* last = &last_lent_stream;
-    asm("" : "+r"(last));  // the TLS descriptor asked once
-    if (last->native == native && last->device == device && last->epoch == Stream::epoch()) {
-      pins_ = last->pins;
-      ++*pins_;
-      stream_ = last->stream;
-      return;
-    }
-    find(device, native);
-  }
-  ~BorrowedStream() {
-    if (pins_) --*pins_;
-  }
+  BorrowedStream(const Device* device, CUstream native);
+  ~BorrowedStream();
   BorrowedStream(const BorrowedStream&) = delete;
   BorrowedStream& operator=(const BorrowedStream&) = delete;
 
@@ -72,11 +44,9 @@ class BorrowedStream {
   Ref<Stream> reference() const;
 
  private:
-  void find(const Device* device, CUstream native);
-
   const Stream* stream_ = nullptr;
   Ref<Stream> held_;
-  uint32_t* pins_ = nullptr;  // the lent entry's count
+  NativeStreamEntry* pinned_ = nullptr;
 };
 
 }  // namespace cumem::core

@@ -42,8 +42,6 @@ Stream::Stream(Ref<Device> device, CUstream handle, bool owned, Ref<Stream> keep
 // last wrapper that shares it. `frees` and `covered` are read without the
 // lock; `covered` and `eager` change under it.
 struct FreeMarker {
-  CUstream native = nullptr;  // its stream's (for snapshots: Stream::native_of)
-  uint64_t made = 0;          // its number among the markers made (newer: larger)
   std::mutex mutex;
   CUevent event = nullptr;
   std::atomic<uint64_t> frees{0};    // the last free's mark
@@ -63,74 +61,31 @@ struct FreeMarker {
 
 namespace {
 
-// The markers of the foreign streams that have wrappers, by native handle
-// and driver id: a stream made at a destroyed one's CUstream (the driver
-// hands handles out again) has an id, and so a marker, of its own.
-struct StreamName {
-  CUstream native;
-  uint64_t id;
-  bool operator==(const StreamName& o) const { return native == o.native && id == o.id; }
-};
-struct StreamNameHash {
-  size_t operator()(const StreamName& n) const noexcept {
-    return std::hash<const void*>()(n.native) ^ std::hash<uint64_t>()(n.id) * 0x9e3779b97f4a7c15ull;
-  }
-};
+// The markers of the foreign streams that have wrappers, by native handle.
 struct Markers {
   std::mutex mutex;
-  uint64_t made = 0;  // markers made so far
-  std::unordered_map<StreamName, std::weak_ptr<FreeMarker>, StreamNameHash> by_name;
+  std::unordered_map<CUstream, std::weak_ptr<FreeMarker>> by_native;
 };
 Markers& markers() {
   static Markers* m = new Markers;  // never destroyed: wrappers die at exit
   return *m;
 }
 
-// The marker of the stream `native` with driver id `id`, made where no
-// wrapper of that stream has one. With the id unknown (0: the stream
-// captured when wrapped), the handle alone names it, as before ids: any
-// live marker of the handle is the stream's. `renamed`: a marker was made,
-// and a wrapper of another stream with the same handle (another id, known)
-// is alive.
-std::shared_ptr<FreeMarker> marker_for(CUstream native, uint64_t id, const Ref<Device>& device,
-                                       bool& renamed) {
+std::shared_ptr<FreeMarker> marker_for(CUstream native, const Ref<Device>& device) {
   Markers& m = markers();
   std::lock_guard<std::mutex> lock(m.mutex);
-  renamed = false;
-  if (id == 0) {
-    // The handle's newest stream (a live handle names the last one made).
-    std::shared_ptr<FreeMarker> newest;
-    for (const auto& [name, weak] : m.by_name)
-      if (std::shared_ptr<FreeMarker> known = weak.lock();
-          known && name.native == native && (!newest || known->made > newest->made))
-        newest = std::move(known);
-    if (newest) return newest;
-  }
-  std::weak_ptr<FreeMarker>& slot = m.by_name[StreamName{native, id}];
+  std::weak_ptr<FreeMarker>& slot = m.by_native[native];
   std::shared_ptr<FreeMarker> marker = slot.lock();
   if (!marker) {
     marker = std::make_shared<FreeMarker>();
-    marker->made = ++m.made;
-    marker->native = native;
     marker->device = device;
     slot = marker;
-    if (id != 0)
-      for (const auto& [name, other] : m.by_name)
-        if (name.native == native && name.id != id && name.id != 0 && !other.expired()) renamed = true;
   }
-  // Forget the streams whose wrappers are all gone, now and then.
-  if (m.by_name.size() > 64)
-    for (auto it = m.by_name.begin(); it != m.by_name.end();)
-      it = it->second.expired() ? m.by_name.erase(it) : std::next(it);
+  // Forget the handles whose wrappers are all gone, now and then.
+  if (m.by_native.size() > 64)
+    for (auto it = m.by_native.begin(); it != m.by_native.end();)
+      it = it->second.expired() ? m.by_native.erase(it) : std::next(it);
   return marker;
-}
-
-// The driver's id of a foreign stream, 0 where it cannot say (a driver
-// older than 12.0, or a failure).
-uint64_t driver_id_of(CUstream native) noexcept {
-  unsigned long long id = 0;
-  if (CUMEM_CU_QUIET(cuStreamGetId, (native, &id)) != CUDA_SUCCESS) return 0;
-  return id;
 }
 
 }  // namespace
@@ -283,16 +238,12 @@ Ref<Stream> Stream::wrap(Ref<Device> device, CUstream native) {
     if (&owner->device() != device.get())
       fail(Status::wrong_device, "the stream to wrap belongs to " + owner->device().describe() +
                                      ", not to " + device->describe());
-  }
-  // The device check, and a foreign stream's driver id, ask the driver,
-  // which refuses cuStreamGetDevice on a capturing stream
-  // (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, seen on 580.159; CCCL's
-  // documentation says the same of cuStreamGetId) and so would invalidate
-  // the capture: a capturing
-  // stream is taken as the caller's device says (frameworks wrap their
-  // streams while they capture), and its id as unknown.
-  const bool capturing = !owner && captures_now(*device, native);
-  if (!owner && !capturing && driver::get().cuStreamGetDevice_fn) {
+  } else if (driver::get().cuStreamGetDevice_fn && !captures_now(*device, native)) {
+    // The device check asks the driver, which refuses cuStreamGetDevice on
+    // a capturing stream (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, seen on
+    // 580.159) and so would invalidate the capture: a capturing stream is
+    // taken as the caller's device says (frameworks wrap their streams
+    // while they capture).
     CUdevice dev = 0;
     ScopedContext scope(*device);
     RelaxedCaptureMode relaxed;
@@ -303,26 +254,8 @@ Ref<Stream> Stream::wrap(Ref<Device> device, CUstream native) {
   }
   Ref<Stream> wrapped =
       Ref<Stream>::adopt(new Stream(device, native, false, std::move(owner)));
-  if (wrapped->foreign_) {
-    if (!capturing) wrapped->driver_id_ = driver_id_of(native);
-    bool renamed = false;
-    wrapped->marker_ = marker_for(native, wrapped->driver_id_, device, renamed);
-    // The handle names a stream made since another wrapped stream of the
-    // same handle was destroyed: every thread's cached wrapper of the
-    // handle is made again at its next lookup (native_stream.cpp).
-    if (renamed) epoch_counter.fetch_add(1, std::memory_order_acq_rel);
-  }
+  if (wrapped->foreign_) wrapped->marker_ = marker_for(native, device);
   return wrapped;
-}
-
-uintptr_t Stream::native_of(uintptr_t identity) {
-  Markers& m = markers();
-  std::lock_guard<std::mutex> lock(m.mutex);
-  for (const auto& [name, weak] : m.by_name)
-    if (std::shared_ptr<FreeMarker> marker = weak.lock();
-        marker && reinterpret_cast<uintptr_t>(marker.get()) == identity)
-      return reinterpret_cast<uintptr_t>(marker->native);
-  return identity;
 }
 
 Ref<Stream> Stream::legacy_default(Ref<Device> device) {

@@ -14,7 +14,7 @@
 #include <cuda.h>
 
 #include <atomic>
-#include <cstdint>
+
 #include <memory>
 
 #include "device.hpp"
@@ -56,22 +56,6 @@ class Stream : public Object {
   // it, so nothing may be queued on it later than the call that handed it
   // in. Such work is ordered through its free marker instead.
   bool foreign() const noexcept { return foreign_; }
-  // What tells this stream from every other of the process, for a cache's
-  // bookkeeping (caching/stream_order.hpp): the CUstream, or for a foreign
-  // stream its free marker's address. The driver may hand a destroyed
-  // stream's CUstream to a stream made later; a foreign stream is known
-  // by its CUstream and its driver id (cuStreamGetId, asked when it is
-  // wrapped, unless it captures then), so the later one has a marker, and
-  // an identity, of its own. Wrapping it bumps epoch(), so that the
-  // threads' cached wrappers of the first are made again.
-  uintptr_t identity() const noexcept {
-    return marker_ ? reinterpret_cast<uintptr_t>(marker_.get())
-                   : reinterpret_cast<uintptr_t>(handle_);
-  }
-  // The CUstream of the stream with this identity() (a foreign stream's
-  // marker's, when one of its wrappers is alive), else `identity` itself:
-  // for snapshots.
-  static uintptr_t native_of(uintptr_t identity);
   // The free marker of a foreign stream: an event recorded on it now and
   // then while it is known alive (handed in), so that a block freed on it
   // can be reused on another stream without touching it again. Every free
@@ -111,9 +95,8 @@ class Stream : public Object {
   // The live stream libcumem created for `native`, with a reference for
   // the caller; null when libcumem did not create it (or it is gone).
   static Ref<Stream> owner_of(CUstream native);
-  // Changes whenever libcumem creates or destroys a stream, or wraps a
-  // foreign stream made at the handle of another one it wrapped: a cache
-  // of native handles that saw the same epoch needs no new lookup.
+  // Changes whenever libcumem creates or destroys a stream: a cache of
+  // native handles that saw the same epoch needs no new lookup.
   static uint64_t epoch() noexcept { return epoch_counter.load(std::memory_order_acquire); }
 
  private:
@@ -127,9 +110,7 @@ class Stream : public Object {
   // A wrapper of a CUstream that libcumem created keeps that stream alive.
   Ref<Stream> keep_;
   bool foreign_ = false;
-  uint64_t driver_id_ = 0;  // a foreign stream's cuStreamGetId (0: unknown)
-  // A foreign stream's free marker (shared by every wrapper of the stream:
-  // the same CUstream and driver id).
+  // A foreign stream's free marker (shared by every wrapper of the native).
   std::shared_ptr<struct FreeMarker> marker_;
 };
 

@@ -40,7 +40,6 @@ namespace cumem::core::driver {
   X(cuStreamWaitEvent, 3020)                 \
   X(cuStreamGetPriority, 5050)               \
   X(cuStreamGetDevice, 12080)                \
-  X(cuStreamGetId, 12000)                    \
   X(cuStreamIsCapturing, 10000)              \
   X(cuStreamBeginCapture, 10010)             \
   X(cuStreamEndCapture, 10000)               \

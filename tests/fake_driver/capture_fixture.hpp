@@ -33,7 +33,6 @@ struct Fake {
   CUresult (*graph_destroy)(CUgraph) = nullptr;
   CUresult (*stream_create)(CUstream*, unsigned int, int) = nullptr;
   CUresult (*stream_destroy)(CUstream) = nullptr;
-  CUresult (*stream_create_at)(CUstream, unsigned int) = nullptr;
 
   template <class Fn>
   void entry(const char* name, Fn& fn) {
@@ -56,8 +55,6 @@ struct Fake {
       x.reset_calls = reinterpret_cast<void (*)()>(dlsym(x.lib, "fake_reset_calls"));
       x.invalidations = reinterpret_cast<int (*)()>(dlsym(x.lib, "fake_invalidations"));
       x.thread_mode = reinterpret_cast<int (*)()>(dlsym(x.lib, "fake_thread_mode"));
-      x.stream_create_at = reinterpret_cast<CUresult (*)(CUstream, unsigned int)>(
-          dlsym(x.lib, "fake_stream_create_at"));
       x.entry("cuStreamBeginCapture", x.begin_capture);
       x.entry("cuStreamEndCapture", x.end_capture);
       x.entry("cuThreadExchangeStreamCaptureMode", x.exchange_mode);

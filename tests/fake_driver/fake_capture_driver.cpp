@@ -18,9 +18,8 @@
 //    cuStreamIsCapturing question, which only answers);
 //  - stream-ordered allocations and frees on a stream that does not capture
 //    count as potentially unsafe (seen on 580.159: another thread's global
-//    capture is invalidated by them), and cuStreamGetDevice and
-//    cuStreamGetId on a capturing stream are refused and invalidate the
-//    capture;
+//    capture is invalidated by them), and cuStreamGetDevice on a capturing
+//    stream is refused and invalidates the capture;
 //  - stream-ordered allocations on a capturing stream become graph
 //    allocations; a graph may free only graph memory (else
 //    CUDA_ERROR_INVALID_VALUE, and the capture is invalidated);
@@ -49,7 +48,6 @@ namespace {
 struct Capture;
 
 struct FakeStream {
-  uint64_t id = 0;  // cuStreamGetId's answer: new for every stream made
   bool blocking = false;
   std::shared_ptr<Capture> capture;  // the capture this stream is in, if any
 };
@@ -88,11 +86,9 @@ thread_local CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 std::recursive_mutex mutex;  // guards everything below
 std::set<FakeStream*> streams;
 // Destroyed streams are kept (never deleted), so that no stream made later
-// gets a destroyed one's CUstream by chance; fake_stream_create_at makes
-// one at such a CUstream on purpose. Never destroyed (reachable for
+// gets a destroyed one's CUstream by chance. Never destroyed (reachable for
 // LeakSanitizer, as graph_heap below).
 std::set<FakeStream*>& destroyed_streams = *new std::set<FakeStream*>;
-uint64_t next_stream_id = 1;
 std::vector<std::shared_ptr<Capture>> captures;  // active or invalidated, not ended
 uint64_t next_capture_id = 1000;
 std::map<void*, size_t> graph_allocations;  // address -> bytes, while live
@@ -282,7 +278,6 @@ CUresult CUDAAPI fake_cuMemGetInfo(size_t* free_bytes, size_t* total) {
 CUresult CUDAAPI fake_cuStreamCreateWithPriority(CUstream* s, unsigned int flags, int) {
   std::lock_guard<std::recursive_mutex> lock(mutex);
   auto* fs = new FakeStream;
-  fs->id = next_stream_id++;
   fs->blocking = (flags & CU_STREAM_NON_BLOCKING) == 0;
   streams.insert(fs);
   *s = reinterpret_cast<CUstream>(fs);
@@ -299,19 +294,6 @@ CUresult CUDAAPI fake_cuStreamDestroy(CUstream s) {
   streams.erase(fs);
   *fs = FakeStream{};
   destroyed_streams.insert(fs);
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI fake_cuStreamGetId(CUstream s, unsigned long long* id) {
-  std::lock_guard<std::recursive_mutex> lock(mutex);
-  ++calls["cuStreamGetId"];
-  FakeStream* fs = stream_of(s);
-  if (fs && !streams.count(fs)) return CUDA_ERROR_INVALID_HANDLE;
-  if (fs && fs->capture) {  // as cuStreamGetDevice (CCCL documents the refusal)
-    invalidate(fs->capture);
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  }
-  // The default streams have ids of their own.
-  *id = fs ? fs->id : s == CU_STREAM_PER_THREAD ? 2 : 1;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fake_cuStreamGetPriority(CUstream, int* p) {
@@ -705,7 +687,6 @@ const Entry served[] = {
     FAKE_ENTRY(cuStreamDestroy, 4000),
     FAKE_ENTRY(cuStreamGetPriority, 5050),
     FAKE_ENTRY(cuStreamGetDevice, 12080),
-    FAKE_ENTRY(cuStreamGetId, 12000),
     FAKE_ENTRY(cuStreamSynchronize, 2000),
     FAKE_ENTRY(cuStreamQuery, 2000),
     FAKE_ENTRY(cuStreamWaitEvent, 3020),
@@ -786,20 +767,6 @@ __attribute__((visibility("default"))) int fake_calls(const char* name) {
 __attribute__((visibility("default"))) void fake_reset_calls() {
   std::lock_guard<std::recursive_mutex> lock(mutex);
   calls.clear();
-}
-// A new stream made at the CUstream of the destroyed stream `at`, as the
-// real driver may hand out a destroyed stream's handle again (its id is
-// new).
-__attribute__((visibility("default"))) CUresult fake_stream_create_at(CUstream at,
-                                                                      unsigned int flags) {
-  std::lock_guard<std::recursive_mutex> lock(mutex);
-  FakeStream* fs = stream_of(at);
-  if (!fs || !destroyed_streams.count(fs)) return CUDA_ERROR_INVALID_HANDLE;
-  destroyed_streams.erase(fs);
-  fs->id = next_stream_id++;
-  fs->blocking = (flags & CU_STREAM_NON_BLOCKING) == 0;
-  streams.insert(fs);
-  return CUDA_SUCCESS;
 }
 // How many captures were invalidated so far.
 __attribute__((visibility("default"))) int fake_invalidations() {

@@ -93,23 +93,6 @@ class ForeignStream : public Capture {
     EXPECT_EQ(cumem_caching_resource_get_statistics(cache, &st), CUMEM_SUCCESS);
     return st;
   }
-  // The stream a snapshot of the cache shows for the block at `p` (~0: none
-  // there).
-  uint64_t snapshot_stream_of(void* p) {
-    cumem_snapshot_t* snap = nullptr;
-    EXPECT_EQ(cumem_snapshot_take(cache, &snap), CUMEM_SUCCESS) << cumem_last_error_message();
-    if (!snap) return ~uint64_t{0};
-    cumem_snapshot_totals_t totals = CUMEM_SNAPSHOT_TOTALS_INIT;
-    EXPECT_EQ(cumem_snapshot_get_totals(snap, &totals), CUMEM_SUCCESS);
-    uint64_t stream_of = ~uint64_t{0};
-    for (uint64_t i = 0; i < totals.block_count; ++i) {
-      cumem_snapshot_block_t b = CUMEM_SNAPSHOT_BLOCK_INIT;
-      EXPECT_EQ(cumem_snapshot_get_block(snap, i, &b), CUMEM_SUCCESS);
-      if (b.address == reinterpret_cast<uintptr_t>(p)) stream_of = b.stream;
-    }
-    cumem_snapshot_release(snap);
-    return stream_of;
-  }
   // Driver calls that order a reuse: a wait for an event, or for the device.
   int waits() { return fake.calls("cuStreamWaitEvent") + fake.calls("cuCtxSynchronize"); }
 
@@ -118,9 +101,6 @@ class ForeignStream : public Capture {
   CUstream foreign = nullptr;
   cumem_stream_t* wrapped = nullptr;
 };
-
-// Stream::kMarkEvery: small frees on a foreign stream per record.
-constexpr int kMarkEvery = 16;
 
 bool contains(const std::vector<void*>& v, void* p) {
   return std::find(v.begin(), v.end(), p) != v.end();
@@ -523,105 +503,6 @@ TEST_F(ForeignStream, AReplacedCacheEntryIsNotLentAgain) {
   CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
   cumem_stream_release(owned);
   destroy_streams(s);
-}
-
-// The driver hands a destroyed stream's CUstream to a stream made later.
-// The later stream is another stream (its own cuStreamGetId) from its
-// first wrapper on: a block freed on the first, whose work may still run,
-// is not handed out on the second as if freed there, and the second's
-// records never cover the first's frees. That first wrapper is made on a
-// thread that never named the handle; the thread that used the first
-// stream, whose cache still holds its wrapper, makes its own again (the
-// epoch moved). Through each way a thread names a native stream: the raw
-// native calls (the thread's cache of wrappers) and the framework calls
-// (the stream lent last, reused inline).
-TEST_F(ForeignStream, AStreamMadeAtADestroyedStreamsHandleIsAnotherStream) {
-  ASSERT_NE(fake.stream_create_at, nullptr);
-  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, cache));
-  constexpr size_t kSmall = 256, kLarge = size_t{8} << 20;
-  for (const bool framework : {false, true}) {
-    SCOPED_TRACE(framework ? "framework calls" : "native calls");
-    const CUstream first = make_streams(1)[0];
-    auto alloc = [&](size_t size, CUstream on) {
-      void* p = nullptr;
-      if (framework) {
-        p = cumem_torch_alloc(size, 0, on);
-        EXPECT_NE(p, nullptr) << cumem_last_error_message();
-      } else {
-        EXPECT_EQ(cumem_resource_allocate_native(cache, size, on, &p), CUMEM_SUCCESS)
-            << cumem_last_error_message();
-      }
-      return p;
-    };
-    auto free = [&](void* p, size_t size, CUstream on) {
-      if (framework) {
-        cumem_torch_free(p, size, 0, on);
-      } else {
-        EXPECT_EQ(cumem_resource_deallocate_native(cache, p, size, on), CUMEM_SUCCESS)
-            << cumem_last_error_message();
-      }
-    };
-    // Named twice, so that the second call finds it in the thread's cache
-    // (and, for the framework calls, as the stream lent last).
-    free(alloc(kSmall, first), kSmall, first);
-    void* small = alloc(kSmall, first);
-    void* large = alloc(kLarge, first);
-    free(large, kLarge, first);  // a large free records the first stream's marker
-    free(small, kSmall, first);  // uncovered: its work may run after the stream is gone
-    EXPECT_EQ(snapshot_stream_of(small), reinterpret_cast<uint64_t>(first))
-        << "a snapshot shows the CUstream a cached block was freed on";
-    ASSERT_EQ(fake.stream_destroy(first), CUDA_SUCCESS);
-    ASSERT_EQ(fake.stream_create_at(first, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-    const CUstream second = first;  // the same CUstream, another stream
-    std::thread([&] {
-      void* p = alloc(kSmall, second);
-      EXPECT_NE(p, small);
-      free(p, kSmall, second);
-    }).join();
-    fake.reset_calls();
-    void* small_again = alloc(kSmall, second);
-    EXPECT_NE(small_again, small)
-        << "a block freed on the destroyed stream, which no record covers, is not handed out "
-           "on the stream made at its handle";
-    void* large_again = alloc(kLarge, second);
-    if (large_again == large)
-      EXPECT_EQ(waits(), 1) << "the large piece's reuse waits for the first stream's marker";
-    EXPECT_EQ(fake.calls("cuEventRecord on a destroyed stream"), 0);
-    free(small_again, kSmall, second);
-    free(large_again, kLarge, second);
-    // The second stream's records cover its own frees, never the first's.
-    for (int i = 0; i < 2 * kMarkEvery; ++i) free(alloc(kSmall, second), kSmall, second);
-    void* elsewhere = allocate(kSmall, stream);
-    EXPECT_NE(elsewhere, small) << "the first stream's small free is still uncovered";
-    deallocate(elsewhere, kSmall, stream);
-    ASSERT_EQ(fake.stream_destroy(second), CUDA_SUCCESS);
-    CUMEM_ASSERT_OK(cumem_caching_resource_trim(cache, 0));
-  }
-  CUMEM_ASSERT_OK(cumem_framework_set_resource(0, nullptr));
-}
-
-// A stream wrapped while it captures is not asked its id (the driver
-// refuses the question under capture); it is the stream its handle names
-// for the wrappers made before: one marker, one stream to the cache.
-TEST_F(ForeignStream, AStreamWrappedWhileItCapturesIsTheStreamItsHandleNames) {
-  ASSERT_EQ(fake.begin_capture(foreign, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  fake.reset_calls();
-  cumem_stream_t* during = nullptr;
-  CUMEM_ASSERT_OK(cumem_stream_wrap(device, foreign, &during));
-  EXPECT_EQ(fake.calls("cuStreamGetId"), 0);
-  CUgraph graph = nullptr;
-  ASSERT_EQ(fake.end_capture(foreign, &graph), CUDA_SUCCESS);
-  fake.graph_destroy(graph);
-  EXPECT_EQ(fake.invalidations(), 0);
-  const size_t large = size_t{8} << 20;
-  void* p = allocate(large, during);
-  deallocate(p, large, during);
-  fake.reset_calls();
-  void* again = allocate(large, wrapped);
-  EXPECT_EQ(again, p);
-  EXPECT_EQ(waits(), 0) << "the same stream: its own free needs no order";
-  deallocate(again, large, wrapped);
-  cumem_stream_release(during);
 }
 
 }  // namespace

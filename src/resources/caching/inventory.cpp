@@ -12,7 +12,7 @@ namespace cumem::core::caching {
 uint64_t snapshot_stream(uintptr_t key) {
   if (key == kAnyStream) return 0;
   if (is_per_thread_key(key)) return reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD);
-  return Stream::native_of(key);
+  return key;
 }
 
 void describe_segments(const Segments& segments, const KeptBlocks& kept, snapshot::Builder& out) {

@@ -26,15 +26,14 @@
 
 namespace cumem::core::caching {
 
-// Which stream a block was freed on: the stream's identity (its CUstream,
-// or a foreign stream's free marker: Stream::identity), or for the
-// per-thread default stream (a different stream on every thread) a number
-// of the thread's own that no other thread ever has (kAnyStream, in
-// bins.hpp: no pending work).
-inline bool is_per_thread_key(uintptr_t key) { return (key & 7) == 2; }  // both are aligned
+// Which stream a block was freed on: its CUstream, or for the per-thread
+// default stream (a different stream on every thread) a number of the
+// thread's own that no other thread ever has (kAnyStream, in bins.hpp: no
+// pending work).
+inline bool is_per_thread_key(uintptr_t key) { return (key & 7) == 2; }  // CUstreams are aligned
 inline uintptr_t stream_key(const Stream* stream) {
-  if (!stream) return reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY);
-  if (stream->native() != CU_STREAM_PER_THREAD) return stream->identity();
+  const CUstream s = native_or_legacy(stream);
+  if (s != CU_STREAM_PER_THREAD) return reinterpret_cast<uintptr_t>(s);
   static std::atomic<uintptr_t> next{1};
   static thread_local const uintptr_t mine = next.fetch_add(1, std::memory_order_relaxed) << 3 | 2;
   return mine;
