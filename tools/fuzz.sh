@@ -2,7 +2,9 @@
 # Fuzzes, with libFuzzer under AddressSanitizer and UndefinedBehaviorSanitizer,
 # the IPC descriptor decoders (tests/ipc/fuzz_descriptor.cpp, seeds in
 # tests/ipc/corpus/; tests/ipc/fuzz_virtual_descriptor.cpp, seeds in
-# tests/ipc/corpus_virtual/), DLPack import metadata (tests/dlpack/
+# tests/ipc/corpus_virtual/), receiving an IPC message from a hostile peer
+# (tests/ipc/fuzz_transport.cpp, seeds in tests/ipc/corpus_transport/),
+# DLPack import metadata (tests/dlpack/
 # fuzz_dlpack_import.cpp, seeds in tests/dlpack/corpus/) and the framework's
 # configuration text (tests/framework/fuzz_alloc_conf.cpp, seeds in
 # tests/framework/corpus_alloc_conf/), one after the other: the Meson run
@@ -20,7 +22,7 @@ seconds="${1:-60}"
 case "$seconds" in
   '' | *[!0-9]*) echo "usage: tools/fuzz.sh [seconds]" >&2; exit 2 ;;
 esac
-targets=4  # tests/fuzz/meson.build's fuzz_targets
+targets=5  # tests/fuzz/meson.build's fuzz_targets
 each=$((seconds / targets))
 [ "$each" -ge 1 ] || each=1
 
