@@ -29,6 +29,12 @@
 #                                 from its place in the call; builds only the
 #                                 library and the PyTorch extension when
 #                                 ./build is not there
+#   tools/gpu_check.sh pages      the MLP and GPT-2 trainings on the expandable
+#                                 cache with its default pages (8 MiB large,
+#                                 2 MiB small) and with 16 MiB pages for all,
+#                                 beside PyTorch native, in a balanced order: whether fewer, larger
+#                                 pages win back the steps/s that mapping
+#                                 costs the first training (issue 18)
 #   tools/gpu_check.sh traces     the three trainings' requests recorded
 #                                 (tools/probes/trace_training.py) as
 #                                 $OUT/<workload>.trace.gz, for
@@ -111,7 +117,7 @@ case "$phase" in
       echo "== $w (exit $?)"; tail -12 "$out/$w.txt"
     done
     ;;
-  trainings)
+  trainings|pages)
     dir=build
     if [ ! -f build/build.ninja ]; then
       dir=build-lib
@@ -123,7 +129,14 @@ case "$phase" in
     export CUMEM_LIBRARY=$dir/libcumem.so.1 PYTHONPATH=bindings/python:bench/python
     export CUMEM_TORCH_EXTENSION=$dir/bindings/python/torch_extension/_cumem_torch.so
     order=libcumem-expandable,pytorch,pytorch-expandable,pytorch-expandable,pytorch,libcumem-expandable
-    for w in "mlp" "gpt2 --steps 40" "resnet50 --steps 50"; do
+    workloads=("mlp" "gpt2 --steps 40" "resnet50 --steps 50")
+    if [ "$phase" = pages ]; then
+      # Six processes, as trainings runs: its time limits hold.
+      order=libcumem-expandable,libcumem-expandable-16MiB,pytorch
+      order=$order,pytorch,libcumem-expandable-16MiB,libcumem-expandable
+      workloads=("mlp" "gpt2 --steps 40")
+    fi
+    for w in "${workloads[@]}"; do
       set -- $w
       timeout 170 "$python" "bench/python/bench_train_$1.py" "${@:2}" --allocators "$order" \
         >"$out/train_$1.txt" 2>&1
@@ -142,7 +155,7 @@ case "$phase" in
     done
     ;;
   *)
-    echo "usage: tools/gpu_check.sh tests|quick|probes|sanitize|bench|workloads|trainings|traces" >&2
+    echo "usage: tools/gpu_check.sh tests|quick|probes|sanitize|bench|workloads|trainings|pages|traces" >&2
     exit 2
     ;;
 esac
