@@ -22,7 +22,8 @@ seconds="${1:-60}"
 case "$seconds" in
   '' | *[!0-9]*) echo "usage: tools/fuzz.sh [seconds]" >&2; exit 2 ;;
 esac
-targets=5  # tests/fuzz/meson.build's fuzz_targets
+# The targets: the entries of tests/fuzz/meson.build's fuzz_targets.
+targets=$(grep -c "^  'fuzz_[a-z_]*': {" tests/fuzz/meson.build)
 each=$((seconds / targets))
 [ "$each" -ge 1 ] || each=1
 

@@ -32,9 +32,10 @@
 #   tools/gpu_check.sh pages      the MLP and GPT-2 trainings on the expandable
 #                                 cache with its default pages (8 MiB large,
 #                                 2 MiB small) and with 16 MiB pages for all,
-#                                 beside PyTorch native, in a balanced order: whether fewer, larger
-#                                 pages win back the steps/s that mapping
-#                                 costs the first training (issue 18)
+#                                 beside PyTorch native, in a balanced order:
+#                                 whether fewer, larger pages win back the
+#                                 steps/s that mapping costs the first
+#                                 training (issue 18)
 #   tools/gpu_check.sh traces     the three trainings' requests recorded
 #                                 (tools/probes/trace_training.py) as
 #                                 $OUT/<workload>.trace.gz, for
