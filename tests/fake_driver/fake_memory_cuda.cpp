@@ -337,6 +337,23 @@ CUresult CUDAAPI fake_cuMemsetD8Async(CUdeviceptr p, unsigned char value, size_t
   return CUDA_SUCCESS;
 }
 
+// The wider fills: `n` elements, at an address aligned to their width (the
+// driver refuses another with CUDA_ERROR_INVALID_VALUE).
+template <class T>
+CUresult fill_wide(CUdeviceptr p, T value, size_t n, CUstream s) {
+  if (p % sizeof(T) != 0) return CUDA_ERROR_INVALID_VALUE;
+  T* to = reinterpret_cast<T*>(p);
+  for (size_t i = 0; i < n; ++i) to[i] = value;
+  log_line("memset stream=" + stream_name(s));
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fake_cuMemsetD16Async(CUdeviceptr p, unsigned short value, size_t n, CUstream s) {
+  return fill_wide<unsigned short>(p, value, n, s);
+}
+CUresult CUDAAPI fake_cuMemsetD32Async(CUdeviceptr p, unsigned int value, size_t n, CUstream s) {
+  return fill_wide<unsigned int>(p, value, n, s);
+}
+
 CUresult CUDAAPI fake_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
   if (!in_context()) return CUDA_ERROR_INVALID_CONTEXT;
   std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
@@ -533,6 +550,8 @@ const Entry served[] = {
     FAKE_ENTRY(cuMemAllocManaged, 6000, 0),
     FAKE_ENTRY(cuMemGetAddressRange, 3020, 0),
     FAKE_ENTRY(cuMemsetD8Async, 3020, 0),
+    FAKE_ENTRY(cuMemsetD16Async, 3020, 0),
+    FAKE_ENTRY(cuMemsetD32Async, 3020, 0),
     FAKE_ENTRY(cuMemcpyAsync, 4000, 0),
     FAKE_ENTRY(cuMemPrefetchAsync, 12020, 0),
     FAKE_ENTRY(cuMemRangeGetAttribute, 8000, 0),
