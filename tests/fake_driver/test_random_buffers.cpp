@@ -2,11 +2,11 @@
 // a model of what each call must do (on the fake memory driver,
 // fake_memory_cuda.cpp, whose device memory is host memory and whose
 // streams run each call at once): allocations from a host resource, the
-// device's memory resource, a caching adaptor over it and a limit adaptor
-// over that, on the legacy default stream and two streams; fills of every
-// width, whole and region copies between any two buffers, slices of
-// buffers and of slices, closes on any stream, retains and releases in any
-// order. Every call must succeed exactly when the model says it may, and
+// device's memory resource, a caching adaptor over it, a limit adaptor
+// over that and a legacy pinned resource, on the legacy default stream and
+// two streams; fills of every width, whole and region copies between any
+// two buffers, new copies, slices of buffers and of slices, deallocation
+// streams set, closes on any stream, retains and releases in any order. Every call must succeed exactly when the model says it may, and
 // fail otherwise with one of the statuses the header names for it and a
 // message; the bytes every open buffer holds are compared with the model's
 // after each step that writes, and each resource's statistics with the
@@ -59,6 +59,7 @@ struct Node {
 };
 
 constexpr uint64_t kLimit = 256 * 1024;  // the limit adaptor's
+constexpr int kResources = 5;
 
 class RandomBuffers : public ::testing::Test {
  protected:
@@ -68,11 +69,12 @@ class RandomBuffers : public ::testing::Test {
     CUMEM_ASSERT_OK(cumem_device_get_memory_resource(device_, &resources_[1]));
     CUMEM_ASSERT_OK(cumem_caching_resource_create(resources_[1], &resources_[2]));
     CUMEM_ASSERT_OK(cumem_limit_resource_create(resources_[2], kLimit, &resources_[3]));
+    CUMEM_ASSERT_OK(cumem_legacy_pinned_resource_create(device_, &resources_[4]));
     for (cumem_stream_t*& s : streams_) CUMEM_ASSERT_OK(cumem_stream_create(device_, nullptr, &s));
   }
   void TearDown() override {
     for (cumem_stream_t* s : streams_) EXPECT_EQ(cumem_stream_release(s), CUMEM_SUCCESS);
-    for (int r = 3; r >= 0; --r) EXPECT_EQ(cumem_resource_release(resources_[r]), CUMEM_SUCCESS);
+    for (int r = kResources - 1; r >= 0; --r) EXPECT_EQ(cumem_resource_release(resources_[r]), CUMEM_SUCCESS);
     EXPECT_EQ(cumem_device_release(device_), CUMEM_SUCCESS);
   }
 
@@ -146,16 +148,18 @@ class RandomBuffers : public ::testing::Test {
     const size_t i = pick(nodes_.size());
     if (op < 34) return fill(i);
     if (op < 50) return copy_region(i, pick(nodes_.size()));
-    if (op < 56) return copy_whole(i, pick(nodes_.size()));
+    if (op < 54) return copy_whole(i, pick(nodes_.size()));
+    if (op < 58) return copy_to_new(i);
     if (op < 66) return slice(i);
-    if (op < 74) return close(i);
+    if (op < 72) return close(i);
+    if (op < 75) return set_deallocation_stream(i);
     if (op < 80) return retain(i);
     if (op < 94) return release(i);
     check_statistics();
   }
 
   void allocate() {
-    const int r = static_cast<int>(pick(4));
+    const int r = static_cast<int>(pick(kResources));
     const size_t size = any_size();
     const cumem_stream_t* stream = any_stream();
     cumem_buffer_t* b = nullptr;
@@ -167,6 +171,13 @@ class RandomBuffers : public ::testing::Test {
     std::set<cumem_status_t> errors;
     if (r == 3 && open_bytes(3) + size > kLimit) errors.insert(CUMEM_ERROR_OUT_OF_MEMORY);
     if (!expect_status(s, errors, call)) return;
+    add_buffer(b, r, size);
+    check_statistics();
+  }
+
+  // A new buffer of `size` bytes from resource `r` in the model (contents
+  // unknown), at the end of the table.
+  Node& add_buffer(cumem_buffer_t* b, int r, size_t size) {
     auto a = std::make_shared<Allocation>();
     a->size = size;
     a->resource = r;
@@ -178,7 +189,29 @@ class RandomBuffers : public ::testing::Test {
     n->allocation = a;
     n->length = size;
     nodes_.push_back(n);
+    return *n;
+  }
+
+  void copy_to_new(size_t i) {
+    const std::shared_ptr<Node> src = nodes_[i];
+    const int r = src->allocation->resource;  // a slice's is its buffer's
+    std::set<cumem_status_t> errors;
+    if (!src->usable()) errors.insert(CUMEM_ERROR_BUFFER_CLOSED);
+    else if (r == 3 && open_bytes(3) + src->length > kLimit) errors.insert(CUMEM_ERROR_OUT_OF_MEMORY);
+    cumem_buffer_t* out = nullptr;
+    const cumem_status_t s = cumem_buffer_copy_to_new(src->handle, any_stream(), &out);
+    if (!expect_status(s, errors, "copy_to_new(#" + std::to_string(i) + ")")) return;
+    Node& n = add_buffer(out, r, src->length);
+    copy_model(n, 0, *src, 0, src->length);
     check_statistics();
+  }
+
+  void set_deallocation_stream(size_t i) {
+    Node& n = *nodes_[i];
+    std::set<cumem_status_t> errors;
+    if (!n.usable()) errors.insert(CUMEM_ERROR_BUFFER_CLOSED);
+    expect_status(cumem_buffer_set_deallocation_stream(n.handle, any_stream()), errors,
+                  "set_deallocation_stream(#" + std::to_string(i) + ")");
   }
 
   void fill(size_t i) {
@@ -397,10 +430,10 @@ class RandomBuffers : public ::testing::Test {
     return out;
   }
 
-  // Resources 0, 2 and 3 count exactly what the model has open (the
+  // Resources 0, 2, 3 and 4 count exactly what the model has open (the
   // device's resource also holds what the cache keeps).
   void check_statistics() {
-    for (int r : {0, 2, 3}) {
+    for (int r : {0, 2, 3, 4}) {
       const cumem_resource_statistics_t s = statistics_of(resources_[r]);
       EXPECT_EQ(s.bytes_in_use, open_bytes(r)) << "resource " << r;
       EXPECT_EQ(s.live_allocations, open_allocations(r).size()) << "resource " << r;
@@ -412,7 +445,7 @@ class RandomBuffers : public ::testing::Test {
   int step_ = 0;
   std::string trace_;
   cumem_device_t* device_ = nullptr;
-  cumem_resource_t* resources_[4] = {};
+  cumem_resource_t* resources_[kResources] = {};
   cumem_stream_t* streams_[2] = {};
   std::vector<std::shared_ptr<Node>> nodes_;
 };
