@@ -35,7 +35,7 @@ struct Allocation {
   int resource = 0;
   bool open = true;
   std::vector<uint8_t> bytes;
-  std::vector<bool> known;
+  std::vector<uint8_t> known;  // 1: bytes[k] was written
   int handles_held = 0;  // handles of the allocation the test still holds
 };
 
@@ -86,11 +86,13 @@ class RandomBuffers : public ::testing::Test {
     trace_.clear();
     for (step_ = 0; step_ < steps && !HasFatalFailure(); ++step_) {
       one_operation();
+      if (step_ % 25 == 24) check_contents();  // every buffer, now and then
       if (::testing::Test::HasFailure()) {
         ADD_FAILURE() << where();
         return;
       }
     }
+    check_contents();
     while (!nodes_.empty()) release(nodes_.size() - 1);
     check_statistics();
     if (::testing::Test::HasFailure()) ADD_FAILURE() << where() << " (the final releases)";
@@ -242,9 +244,9 @@ class RandomBuffers : public ::testing::Test {
     Allocation& a = *n.allocation;
     for (size_t k = 0; k < n.length; ++k) {
       a.bytes[n.offset + k] = static_cast<uint8_t>(value >> (8 * (k % width)));
-      a.known[n.offset + k] = true;
+      a.known[n.offset + k] = 1;
     }
-    check_contents();
+    check_contents(&a);
   }
 
   // Whether the regions [d, d+len) of `dst` and [s, s+len) of `src` share
@@ -310,13 +312,13 @@ class RandomBuffers : public ::testing::Test {
     Allocation& to = *dst.allocation;
     const std::vector<uint8_t> bytes(from.bytes.begin() + src.offset + s,
                                      from.bytes.begin() + src.offset + s + len);
-    const std::vector<bool> known(from.known.begin() + src.offset + s,
-                                  from.known.begin() + src.offset + s + len);
+    const std::vector<uint8_t> known(from.known.begin() + src.offset + s,
+                                     from.known.begin() + src.offset + s + len);
     for (size_t k = 0; k < len; ++k) {
       to.bytes[dst.offset + d + k] = bytes[k];
       to.known[dst.offset + d + k] = known[k];
     }
-    check_contents();
+    check_contents(&to);
   }
 
   void slice(size_t i) {
@@ -391,14 +393,16 @@ class RandomBuffers : public ::testing::Test {
     return info.device_accessible;
   }
 
-  // Every open buffer holds the model's known bytes (the fake's device
-  // memory is host memory, read in place once the streams are done).
-  void check_contents() {
+  // Every open buffer (or only `only`'s, the one just written) holds the
+  // model's known bytes (the fake's device memory is host memory, read in
+  // place once the streams are done).
+  void check_contents(const Allocation* only = nullptr) {
     EXPECT_EQ(cumem_device_synchronize(device_), CUMEM_SUCCESS) << cumem_last_error_message();
     for (cumem_stream_t* s : streams_) EXPECT_EQ(cumem_stream_synchronize(s), CUMEM_SUCCESS);
     std::set<const Allocation*> seen;
     for (const auto& n : nodes_) {
-      if (n->parent || !n->usable() || n->length == 0 || !seen.insert(n->allocation.get()).second)
+      if (n->parent || !n->usable() || n->length == 0 || (only && n->allocation.get() != only) ||
+          !seen.insert(n->allocation.get()).second)
         continue;
       const auto* p = reinterpret_cast<const uint8_t*>(address(*n));
       const Allocation& a = *n->allocation;
