@@ -69,7 +69,7 @@ def callee_totals(path):
 def entry(calls, inclusive, name):
     """Calls and inclusive instructions of entry point `name`."""
     for k in calls:
-        if k and (k == name or k.startswith(name + " ") or k.startswith(name + "'")) and calls[k]:
+        if k and (k == name or k.startswith(name + " ")) and calls[k]:
             return calls[k], inclusive[k]
     return 0, 0
 
